@@ -1,0 +1,21 @@
+# `make demo` and `make test` work on a machine that has only python3: scripts/bootstrap.sh
+# fetches uv from PyPI when it is missing (falling back to pip), never downloads a Python, syncs
+# the locked workspace, then runs the command inside it.
+export UV_PYTHON_DOWNLOADS := never
+RUN := scripts/bootstrap.sh
+
+.PHONY: demo test lint bench
+
+demo:
+	$(RUN) python examples/demo.py
+
+test:
+	$(RUN) pytest
+
+lint:
+	$(RUN) ruff check .
+	$(RUN) ruff format --check .
+	$(RUN) mypy packages
+
+bench:
+	$(RUN) python bench/run.py

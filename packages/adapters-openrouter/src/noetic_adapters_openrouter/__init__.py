@@ -1,0 +1,1 @@
+"""The OpenRouter model adapter for Noetic."""

@@ -1,0 +1,86 @@
+"""Noetic for Python: agents as compositions of a few steps, run by an `AgentHarness`.
+
+    import noetic as nt
+    from noetic.testing import ScriptedModel, text_reply
+
+    agent = nt.call_model("answer", instructions="Be brief.")
+    async with nt.AgentHarness("demo", agent_graph=agent, model=ScriptedModel([text_reply("hi")])) as h:
+        print((await h.run("hello")).text)
+
+Everything public is importable from here; plugins implement the hooks in `noetic.hookspecs`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from noetic.channels import Channel, channel
+from noetic.custom_items import (
+    CustomItem,
+    CustomItemDecl,
+    CustomItemEvent,
+    Return,
+    custom_item,
+    is_custom_item,
+    is_custom_item_event,
+)
+from noetic.errors import NoeticConfigError, NoeticError
+from noetic.execution_context import Context
+from noetic.harness import AgentHarness, HarnessConfig, HarnessResponse
+from noetic.hookspecs import hookimpl
+from noetic.predicates import LoopSnapshot, Verdict, all_, any_, until
+from noetic.steps.base import Step
+from noetic.steps.code import run_code
+from noetic.steps.flow import conditional, sequence
+from noetic.steps.loop import loop
+from noetic.steps.model_call import call_model
+from noetic.steps.parallel import SettleResult, in_parallel
+from noetic.steps.spawn import spawn
+from noetic.streams import StreamEvent
+from noetic.tools import Tool, invoke_tool, tool
+
+__all__ = [
+    "AgentHarness",
+    "Channel",
+    "Context",
+    "CustomItem",
+    "CustomItemDecl",
+    "CustomItemEvent",
+    "HarnessConfig",
+    "HarnessResponse",
+    "LoopSnapshot",
+    "NoeticConfigError",
+    "NoeticError",
+    "Return",
+    "SettleResult",
+    "Step",
+    "StreamEvent",
+    "Tool",
+    "Verdict",
+    "__version__",
+    "all_",
+    "any_",
+    "call_model",
+    "channel",
+    "conditional",
+    "custom_item",
+    "hookimpl",
+    "in_parallel",
+    "invoke_tool",
+    "is_custom_item",
+    "is_custom_item_event",
+    "loop",
+    "run_code",
+    "sequence",
+    "spawn",
+    "tool",
+    "until",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("noetic-core")
+    raise AttributeError(f"module 'noetic' has no attribute {name!r}")

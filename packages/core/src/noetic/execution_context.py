@@ -1,0 +1,352 @@
+"""The execution Context threaded through every step (seed 000, rules CTX-1..CTX-16).
+
+A Context carries identity (`id`, `parent`, `depth`), counters (`step_count`, `tokens`,
+`elapsed`, `cost`, `billed_cost`, `held_cost`), the `item_log`, user `state`, layer handles
+(`context`), channel operations and the lifecycle controls `checkpoint`, `complete` and `abort`.
+
+Abort is a flag plus cancellation: `abort(reason)` is synchronous, first call wins, and it
+cancels every abortable operation in flight on this context (a blocked `recv`, a parked
+`send`, the model stream, a running step body) — each of which then raises
+`NoeticError("cancelled")` — and cascades to every live child, never to the parent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from decimal import Decimal
+from types import MappingProxyType, TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from noetic.errors import cancelled
+from noetic.ids import new_execution_id
+from noetic.items import ItemLog
+from noetic.usage import LastLayerUsage, RoundUsage, StepMeta, TokenUsage
+
+if TYPE_CHECKING:
+    from noetic.channels import Channel
+    from noetic.fs.contract import FsAdapter
+    from noetic.harness import AgentHarness
+    from noetic.runtime import Execution
+
+__all__ = ["Context", "Span", "to_decimal"]
+
+T = TypeVar("T")
+_ZERO = Decimal(0)
+_NO_LAYERS: Mapping[str, Any] = MappingProxyType({})
+
+
+def to_decimal(value: float | Decimal | None) -> Decimal:
+    """A USD amount as an exact Decimal (floats go through their shortest repr)."""
+    if value is None:
+        return _ZERO
+    return value if isinstance(value, Decimal) else Decimal(repr(value))
+
+
+class Span:
+    """A light observability span: attributes and events, kept in memory.
+
+    Export to a tracing backend is a plugin's job; the runtime only records.
+    """
+
+    __slots__ = ("attributes", "events", "name")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.attributes: dict[str, Any] = {}
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        """Set one attribute."""
+        self.attributes[key] = value
+
+    def add_event(self, name: str, attributes: Mapping[str, Any] | None = None) -> None:
+        """Record a named event."""
+        self.events.append((name, dict(attributes or {})))
+
+
+class Abortable:
+    """A cancel scope that this context's `abort` cancels; leaving it after such a
+    cancellation raises `NoeticError("cancelled")` instead of anyio's cancellation."""
+
+    __slots__ = ("_ctx", "_scope")
+
+    def __init__(self, ctx: Context):
+        self._ctx = ctx
+        self._scope: anyio.CancelScope | None = None
+
+    def __enter__(self) -> anyio.CancelScope:
+        ctx = self._ctx
+        if ctx._aborted:
+            raise cancelled(ctx._abort_reason)
+        scope = self._scope = anyio.CancelScope()
+        scope.__enter__()
+        ctx._scopes.add(scope)
+        return scope
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        scope = self._scope
+        assert scope is not None
+        ctx = self._ctx
+        ctx._scopes.discard(scope)
+        swallowed = scope.__exit__(exc_type, exc, tb)
+        if scope.cancelled_caught and ctx._aborted:
+            raise cancelled(ctx._abort_reason) from None
+        return bool(swallowed)
+
+
+class Context:
+    """The execution context passed to every step as its second argument."""
+
+    __slots__ = (
+        "__weakref__",
+        "_abort_event",
+        "_abort_reason",
+        "_aborted",
+        "_billed",
+        "_cached",
+        "_children",
+        "_completed",
+        "_completion_value",
+        "_cost",
+        "_exec",
+        "_held",
+        "_in",
+        "_out",
+        "_rolled_up",
+        "_scopes",
+        "_started",
+        "_step_count",
+        "context",
+        "depth",
+        "id",
+        "item_log",
+        "last_layer_usage",
+        "last_step_meta",
+        "parent",
+        "resource_id",
+        "span",
+        "state",
+        "thread_id",
+    )
+
+    id: str
+    parent: Context | None
+    depth: int
+    item_log: ItemLog
+    state: Any
+    context: Mapping[str, Any]
+    thread_id: str
+    resource_id: str | None
+    span: Span
+    last_step_meta: StepMeta | None
+    last_layer_usage: LastLayerUsage | None
+
+    def __init__(
+        self,
+        execution: Execution,
+        *,
+        parent: Context | None = None,
+        item_log: ItemLog | None = None,
+        state: Any = None,
+        id: str | None = None,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ):
+        self.id = id or new_execution_id()
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self._exec = execution
+        self.item_log = item_log if item_log is not None else ItemLog()
+        self.state = state
+        self.context = _NO_LAYERS if parent is None else parent.context
+        self.thread_id = thread_id or (parent.thread_id if parent else execution.thread_id)
+        self.resource_id = resource_id or (parent.resource_id if parent else execution.resource_id)
+        self.span = Span(self.id)
+        self.last_step_meta = None
+        self.last_layer_usage = None
+        self._started = time.monotonic()
+        self._step_count = 0
+        self._in = 0
+        self._out = 0
+        self._cached: int | None = None
+        self._cost = _ZERO
+        self._billed = _ZERO
+        self._held = _ZERO
+        self._completed = False
+        self._completion_value: Any = None
+        self._aborted = False
+        self._abort_reason: str | None = None
+        self._abort_event: anyio.Event | None = None
+        self._scopes: set[anyio.CancelScope] = set()
+        self._children: set[Context] = set()
+        self._rolled_up = False
+        if parent is not None:
+            parent._children.add(self)
+            if parent._aborted:  # CTX-11: a child of an aborted parent starts aborted
+                self.abort(parent._abort_reason or "parent context aborted")
+
+    # --- identity and counters ----------------------------------------------------------------
+
+    @property
+    def step_count(self) -> int:
+        """Number of steps executed on this context so far."""
+        return self._step_count
+
+    @property
+    def tokens(self) -> TokenUsage:
+        """Token usage accumulated on this context (children roll up on return)."""
+        return TokenUsage(input=self._in, output=self._out, total=self._in + self._out, cached=self._cached)
+
+    @property
+    def elapsed(self) -> float:
+        """Wall-clock milliseconds since this context was created."""
+        return (time.monotonic() - self._started) * 1000.0
+
+    @property
+    def cost(self) -> float:
+        """USD of all work on this context, including spend restored from a checkpoint."""
+        return float(self._cost)
+
+    @property
+    def billed_cost(self) -> float:
+        """USD this context's calls actually paid in this attempt (replays add nothing)."""
+        return float(self._billed)
+
+    @property
+    def held_cost(self) -> float:
+        """USD held at ceiling for cut-off paid calls without a settled bill (root only)."""
+        return float(self._held)
+
+    @property
+    def harness(self) -> AgentHarness:
+        """The owning harness; params are at `ctx.harness.config.params`."""
+        return self._exec.harness
+
+    @property
+    def fs(self) -> FsAdapter:
+        """The harness filesystem; use it for every file operation inside steps and tools."""
+        return self._exec.harness.fs
+
+    @property
+    def root(self) -> Context:
+        """The root context of this execution tree."""
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    # --- channels ---------------------------------------------------------------------------
+
+    async def recv(self, channel: Channel[T], *, timeout: float | None = None) -> T:
+        """Receive from a channel, blocking (default timeout: the harness channel timeout)."""
+        value: T = await self._exec.harness._channels.recv(self, channel, timeout)
+        return value
+
+    async def send(self, channel: Channel[T], value: T) -> None:
+        """Send to a channel; parks while a queue channel is at capacity."""
+        await self._exec.harness._channels.send(self, channel, value)
+
+    def try_recv(self, channel: Channel[T]) -> T | None:
+        """Receive without blocking: the value, or None when there is none."""
+        value: T | None = self._exec.harness._channels.try_recv(channel)
+        return value
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def checkpoint(self) -> None:
+        """Persist the execution state now (a no-op without a checkpoint store)."""
+        await self._exec.checkpoint(self)
+
+    def complete(self, value: Any) -> None:
+        """Signal that the execution has a result (a signal only; nothing is stopped)."""
+        self._completed = True
+        self._completion_value = value
+
+    @property
+    def completed(self) -> bool:
+        """Whether `complete()` has been called."""
+        return self._completed
+
+    @property
+    def completion_value(self) -> Any:
+        """The value passed to `complete()`."""
+        return self._completion_value
+
+    @property
+    def aborted(self) -> bool:
+        """Whether this context was aborted (directly or by its parent)."""
+        return self._aborted
+
+    @property
+    def abort_reason(self) -> str | None:
+        """The reason of the first `abort` call."""
+        return self._abort_reason
+
+    def abort(self, reason: str | None = None) -> None:
+        """Abort this context and every live child; the first call wins (CTX-9, CTX-10).
+
+        In-flight abortable work on these contexts raises `NoeticError("cancelled")`.
+        Layer teardown does not run; use `harness.cancel(ctx, reason)` for that.
+        """
+        if self._aborted:
+            return
+        self._aborted = True
+        self._abort_reason = reason
+        if self._abort_event is not None:
+            self._abort_event.set()
+        for scope in tuple(self._scopes):
+            scope.cancel()
+        for child in tuple(self._children):
+            child.abort(reason if reason is not None else "parent context aborted")
+
+    async def wait_aborted(self) -> None:
+        """Return once this context is aborted."""
+        if self._aborted:
+            return
+        if self._abort_event is None:
+            self._abort_event = anyio.Event()
+        await self._abort_event.wait()
+
+    def abortable(self) -> Abortable:
+        """A cancel scope `abort` cancels, converting that cancellation to `cancelled`."""
+        return Abortable(self)
+
+    # --- accounting (runtime-internal) ------------------------------------------------------
+
+    def _record_round(self, usage: RoundUsage, cost: Decimal, billed: Decimal) -> None:
+        self._in += usage.input_tokens
+        self._out += usage.output_tokens
+        if usage.cached_tokens is not None:
+            self._cached = (self._cached or 0) + usage.cached_tokens
+        self._charge(cost, billed)
+
+    def _charge(self, cost: Decimal, billed: Decimal) -> None:
+        """Add spend here, and to ancestors this context has already rolled up into."""
+        node: Context | None = self
+        while node is not None:
+            node._cost += cost
+            node._billed += billed
+            if not node._rolled_up:
+                break
+            node = node.parent
+
+    def _roll_up(self) -> None:
+        """TU-7: add this child's tokens and spend to its parent (once, on return)."""
+        parent = self.parent
+        if parent is None or self._rolled_up:
+            return
+        self._rolled_up = True
+        parent._children.discard(self)
+        parent._in += self._in
+        parent._out += self._out
+        if self._cached is not None:
+            parent._cached = (parent._cached or 0) + self._cached
+        parent._charge(self._cost, self._billed)
+
+    def __repr__(self) -> str:
+        return f"<Context {self.id} depth={self.depth} steps={self._step_count}>"

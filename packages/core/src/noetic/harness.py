@@ -1,0 +1,570 @@
+"""`AgentHarness`: runs an agent graph turn by turn, per thread, and streams what happens.
+
+The harness is an async context manager that owns a task group. `execute(input)` enqueues
+input for a thread and returns once accepted; the thread's worker drains its queue into one
+turn (HA-3), creates the root `Context` on the thread's item log (history carries across turns)
+and runs the graph. `run(input)` is `execute` plus waiting for that turn. Results come back
+through `get_item_stream()` (item snapshots), `get_full_stream()` (every `StreamEvent`) and
+`get_agent_response()` (the last turn's `HarnessResponse`; a failed turn raises its error and
+the thread stays usable). Leaving the `async with` block waits for queued turns and for
+background jobs such as cost reconciliation, then closes the model adapters it created.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from noetic.channels import ChannelStore
+from noetic.errors import NoeticConfigError, NoeticError
+from noetic.execution_context import Context
+from noetic.ids import new_item_id
+from noetic.items import Item, ItemLog, is_item, user_message
+from noetic.model import ModelAdapter
+from noetic.runtime import Execution
+from noetic.steps.base import Step, execute, reset_frame
+from noetic.steps.model_call import last_assistant_text
+from noetic.streams import StreamEvent, TurnStream, items_from_events
+from noetic.tools import Tool
+from noetic.usage import LastLayerUsage, RoundUsage
+
+if TYPE_CHECKING:
+    from noetic.fs.contract import FsAdapter
+    from noetic.plugins import NoeticPluginManager
+    from noetic.registry import Registry
+
+__all__ = ["AgentHarness", "HarnessConfig", "HarnessResponse"]
+
+log = logging.getLogger("noetic.harness")
+DEFAULT_THREAD = "default"
+#: Seconds a background job (cost reconciliation) may run after its caller is gone.
+BACKGROUND_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessConfig:
+    """The harness configuration visible to steps as `ctx.harness.config`."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessResponse:
+    """The outcome of one turn (HA-4)."""
+
+    output: Any
+    text: str
+    items: tuple[Item, ...]
+    usage: RoundUsage
+    cost: float
+    billed_cost: float
+    held_cost: float
+    last_layer_usage: LastLayerUsage | None
+    execution_id: str
+    thread_id: str
+
+
+class _Ticket:
+    """One accepted input waiting for (or done with) its turn."""
+
+    __slots__ = ("done", "error", "execution_id", "input", "resource_id", "response", "state")
+
+    def __init__(self, input: Any, execution_id: str | None, resource_id: str | None, state: Any):
+        self.input = input
+        self.execution_id = execution_id
+        self.resource_id = resource_id
+        self.state = state
+        self.done = anyio.Event()
+        self.response: HarnessResponse | None = None
+        self.error: NoeticError | None = None
+
+
+class _Session:
+    """One thread: its history, queue, stream and last outcome."""
+
+    __slots__ = (
+        "current",
+        "idle",
+        "last_error",
+        "last_response",
+        "log",
+        "queue",
+        "running",
+        "stream",
+        "thread_id",
+    )
+
+    def __init__(self, thread_id: str, harness_name: str):
+        self.thread_id = thread_id
+        self.log = ItemLog()
+        self.stream = TurnStream(harness_name)
+        self.queue: list[_Ticket] = []
+        self.running = False
+        self.idle: anyio.Event | None = None
+        self.current: Context | None = None
+        self.last_response: HarnessResponse | None = None
+        self.last_error: NoeticError | None = None
+
+
+class AgentHarness:
+    """Runs `agent_graph` for each turn; see the module docstring.
+
+    `model`, `fs`, `storage` and `layers` take instances or names/URLs resolved through the
+    plugin registry (`plugins`: a plugin manager, or plugin objects to add to a default one).
+    `channel_timeout` is the default wait of channel `recv` and parked `send` (seconds).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        agent_graph: Step | None = None,
+        params: Mapping[str, Any] | None = None,
+        model: str | ModelAdapter | None = None,
+        layers: Sequence[Any] = (),
+        tools: Sequence[Tool] = (),
+        fs: str | FsAdapter | None = None,
+        storage: Any = None,
+        step_ledger_retention: Any = None,
+        emit_items_on_replay: bool = False,
+        context_cache: Any = None,
+        plugins: NoeticPluginManager | Iterable[object] | None = None,
+        channel_timeout: float = 30.0,
+    ):
+        if not isinstance(name, str) or not name.strip():
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                "an AgentHarness needs a non-empty name",
+                hint="Pass a name such as 'assistant'.",
+            )
+        if agent_graph is not None and not isinstance(agent_graph, Step):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"agent_graph must be a step, got {type(agent_graph).__name__}",
+                hint="Build the graph with nt.call_model, nt.loop, nt.sequence, … or nt.workflow.",
+            )
+        self.name = name
+        self.config = HarnessConfig(name, dict(params or {}))
+        self.agent_graph = agent_graph
+        self.tools = tuple(tools)
+        self.layers = tuple(layers)
+        self.emit_items_on_replay = emit_items_on_replay
+        self.context_cache = context_cache
+        self.storage = storage
+        self.step_ledger_retention = step_ledger_retention
+        self._model_spec = model
+        self._fs_spec = fs
+        self._fs: FsAdapter | None = None
+        self._plugins_spec = plugins
+        self._plugin_manager: NoeticPluginManager | None = None
+        self._channels = ChannelStore(channel_timeout)
+        self._sessions: dict[str, _Session] = {}
+        self._adapters: dict[str, ModelAdapter] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._background = 0
+        self._background_idle: anyio.Event | None = None
+
+    # --- configuration ----------------------------------------------------------------------
+
+    @property
+    def cache_control(self) -> bool:
+        """Whether prompt-cache anchoring is on (requests then carry `cache_control`)."""
+        cfg = self.context_cache
+        if cfg is None:
+            return True
+        if isinstance(cfg, Mapping):
+            return bool(cfg.get("enabled", True))
+        return bool(getattr(cfg, "enabled", True))
+
+    @property
+    def plugin_manager(self) -> NoeticPluginManager:
+        """The plugin manager (built on first use when none was given)."""
+        if self._plugin_manager is None:
+            from noetic.plugins import NoeticPluginManager, make_plugin_manager
+
+            spec = self._plugins_spec
+            if isinstance(spec, NoeticPluginManager):
+                self._plugin_manager = spec
+            else:
+                self._plugin_manager = make_plugin_manager(plugins=spec or ())
+        return self._plugin_manager
+
+    @property
+    def fs(self) -> FsAdapter:
+        """The filesystem adapter (the in-memory one unless `fs=` says otherwise)."""
+        if self._fs is None:
+            spec = self._fs_spec
+            if spec is None:
+                from noetic.fs.memory import MemoryFs
+
+                self._fs = MemoryFs()
+            elif isinstance(spec, str):
+                self._fs = self._resolve_fs(spec)
+            else:
+                self._fs = spec
+        return self._fs
+
+    def _resolve_fs(self, url: str) -> FsAdapter:
+        registry = self.plugin_manager.registries.filesystems
+        scheme = url.partition("://")[0] if "://" in url else "file"
+        if scheme not in registry and "*" in registry:
+            scheme = "*"
+        factory = registry.resolve(scheme)
+        adapter: FsAdapter = factory(url)
+        return adapter
+
+    def resolve_model(self, spec: str | ModelAdapter | None = None) -> ModelAdapter:
+        """The adapter for a step's `model=` (falling back to the harness model)."""
+        chosen = spec if spec is not None else self._model_spec
+        if chosen is None:
+            raise NoeticConfigError(
+                "MISSING_MODEL",
+                f"harness {self.name!r}: no model is configured for this call",
+                hint="Pass model= to the AgentHarness or the call_model step, e.g. "
+                "'openrouter:anthropic/claude-sonnet-4' or noetic.testing.ScriptedModel([...]).",
+            )
+        if not isinstance(chosen, str):
+            return chosen
+        adapter = self._adapters.get(chosen)
+        if adapter is None:
+            adapter = self._adapters[chosen] = self._adapter_for(chosen)
+        return adapter
+
+    def _adapter_for(self, model: str) -> ModelAdapter:
+        registry = self.plugin_manager.registries.model_adapters
+        prefix, colon, rest = model.partition(":")
+        if colon and prefix in registry:
+            adapter: ModelAdapter = registry.resolve(prefix)(rest)
+            return adapter
+        installed = [r for r in registry if not r.builtin]
+        if len(installed) > 1:
+            names = ", ".join(sorted(r.name for r in installed))
+            raise NoeticConfigError(
+                "MISSING_MODEL",
+                f"model {model!r} has no provider prefix and several adapters are installed ({names})",
+                hint=f"Prefix the model id with its adapter, e.g. '{installed[0].name}:{model}'.",
+            )
+        default = installed[0].name if installed else "scripted"
+        adapter = registry.resolve(default)(model)
+        return adapter
+
+    def _registered_custom_items(self) -> Registry[Any] | None:
+        return self.plugin_manager.registries.custom_items
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def __aenter__(self) -> AgentHarness:
+        if self._tg is not None:
+            raise NoeticConfigError(
+                "HARNESS_NOT_STARTED",
+                f"harness {self.name!r} is already running",
+                hint="Enter each AgentHarness once with `async with`.",
+            )
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        tg = self._tg
+        assert tg is not None
+        try:
+            if exc_type is None:
+                await self._wait_sessions_idle()
+            else:
+                for session in self._sessions.values():
+                    if session.current is not None:
+                        session.current.abort("the harness is shutting down")
+            await self.wait_background()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._close_adapters()
+            self._tg = None
+        return await tg.__aexit__(exc_type, exc, tb)
+
+    async def _wait_sessions_idle(self) -> None:
+        for session in list(self._sessions.values()):
+            while session.running:
+                if session.idle is None:
+                    session.idle = anyio.Event()
+                await session.idle.wait()
+
+    async def _close_adapters(self) -> None:
+        for adapter in self._adapters.values():
+            close = getattr(adapter, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception:
+                    log.exception("closing model adapter %r failed", adapter)
+        self._adapters.clear()
+
+    def _require_started(self) -> anyio.abc.TaskGroup:
+        if self._tg is None:
+            raise NoeticConfigError(
+                "HARNESS_NOT_STARTED",
+                f"harness {self.name!r} is not running",
+                hint="Use it inside `async with AgentHarness(...) as h:`.",
+            )
+        return self._tg
+
+    def _start_background(self, job: Callable[[], Awaitable[None]]) -> None:
+        """Run `job` shielded from callers' cancellation; `wait_background` awaits it."""
+        tg = self._require_started()
+        self._background += 1
+
+        async def shielded() -> None:
+            try:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(BACKGROUND_TIMEOUT):
+                    await job()
+            except Exception:
+                log.exception("background job failed")
+            finally:
+                self._background -= 1
+                if self._background == 0 and self._background_idle is not None:
+                    self._background_idle.set()
+                    self._background_idle = None
+
+        tg.start_soon(shielded)
+
+    async def wait_background(self) -> None:
+        """Wait until background jobs (such as cost reconciliation) have finished."""
+        while self._background:
+            if self._background_idle is None:
+                self._background_idle = anyio.Event()
+            await self._background_idle.wait()
+
+    # --- turns ------------------------------------------------------------------------------
+
+    def _session(self, thread_id: str | None) -> _Session:
+        key = thread_id or DEFAULT_THREAD
+        session = self._sessions.get(key)
+        if session is None:
+            session = self._sessions[key] = _Session(key, self.name)
+        return session
+
+    def _enqueue(
+        self, input: Any, thread_id: str | None, execution_id: str | None, resource_id: str | None, state: Any
+    ) -> _Ticket:
+        tg = self._require_started()
+        if self.agent_graph is None:
+            raise NoeticConfigError(
+                "NO_STEP_CONFIGURED",
+                f"harness {self.name!r} has no agent_graph",
+                hint="Pass agent_graph= to the AgentHarness.",
+            )
+        session = self._session(thread_id)
+        ticket = _Ticket(input, execution_id, resource_id, state)
+        session.queue.append(ticket)
+        if not session.running:
+            session.running = True
+            tg.start_soon(self._drain, session)
+        return ticket
+
+    async def execute(
+        self,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        execution_id: str | None = None,
+        resource_id: str | None = None,
+        state: Any = None,
+    ) -> None:
+        """Enqueue `input` for a turn on `thread_id` and return once it is accepted (HA-2)."""
+        self._enqueue(input, thread_id, execution_id, resource_id, state)
+
+    async def run(
+        self,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        execution_id: str | None = None,
+        resource_id: str | None = None,
+        state: Any = None,
+    ) -> HarnessResponse:
+        """Run one turn and return its response (its error is raised)."""
+        ticket = self._enqueue(input, thread_id, execution_id, resource_id, state)
+        await ticket.done.wait()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.response is not None
+        return ticket.response
+
+    async def _drain(self, session: _Session) -> None:
+        try:
+            while session.queue:
+                tickets, session.queue = session.queue, []
+                await self._turn(session, tickets)
+        finally:
+            session.running = False
+            if session.idle is not None:
+                session.idle.set()
+                session.idle = None
+
+    def _turn_input(self, tickets: list[_Ticket], ctx: Context) -> Any:
+        """The graph input of a turn; item inputs go to the log (graph input "")."""
+        if len(tickets) == 1 and not _is_items(tickets[0].input):
+            return tickets[0].input
+        for ticket in tickets:
+            value = ticket.input
+            if isinstance(value, str):
+                if value:
+                    ctx.item_log.append(user_message(value))
+            elif _is_items(value):
+                for item in value if isinstance(value, list | tuple) else [value]:
+                    ctx.item_log.append(item)
+            else:
+                raise NoeticConfigError(
+                    "INVALID_ITEM",
+                    f"queued turn input {value!r} cannot be merged with other inputs",
+                    hint="Queue strings or items when several inputs share a turn; run structured inputs alone.",
+                )
+        return ""
+
+    async def _turn(self, session: _Session, tickets: list[_Ticket]) -> None:
+        first = tickets[0]
+        turn_id = new_item_id("turn")
+        run = Execution(
+            self, session.stream, thread_id=session.thread_id, resource_id=first.resource_id, turn_id=turn_id
+        )
+        ctx = Context(run, item_log=session.log, state=first.state, id=first.execution_id)
+        run.root = ctx
+        session.log._listeners.clear()
+        run.watch_log(ctx)
+        session.current = ctx
+        session.stream.start_turn()
+        started = time.monotonic()
+        run.emit("turn_started", {"turn_id": turn_id, "thread_id": session.thread_id, "execution_id": ctx.id})
+        first_item = len(session.log)
+        reset_frame()
+        output: Any = None
+        error: NoeticError | None = None
+        try:
+            graph_input = self._turn_input(tickets, ctx)
+            output = await execute(self.agent_graph, graph_input, ctx)  # type: ignore[arg-type]
+        except NoeticError as exc:
+            error = exc
+        finally:
+            session.current = None
+        if ctx.completed:
+            output = ctx.completion_value
+        response = self._response(ctx, output, first_item)
+        if error is None:
+            session.last_response, session.last_error = response, None
+            run.emit(
+                "turn_completed", {"turn_id": turn_id, "duration_ms": (time.monotonic() - started) * 1000}
+            )
+        else:
+            session.last_error = error
+            kind = "turn_aborted" if error.code == "cancelled" else "turn_failed"
+            run.emit(kind, {"turn_id": turn_id, "reason": error.message, "error": error})
+        for ticket in tickets:
+            ticket.response, ticket.error = response, error
+            ticket.done.set()
+
+    def _response(self, ctx: Context, output: Any, first_item: int) -> HarnessResponse:
+        items = tuple(ctx.item_log.items)
+        text = output if isinstance(output, str) else last_assistant_text(items[first_item:])
+        tokens = ctx.tokens
+        return HarnessResponse(
+            output=output,
+            text=text,
+            items=items,
+            usage=RoundUsage(
+                input_tokens=tokens.input, output_tokens=tokens.output, cached_tokens=tokens.cached
+            ),
+            cost=ctx.cost,
+            billed_cost=ctx.billed_cost,
+            held_cost=ctx.held_cost,
+            last_layer_usage=ctx.last_layer_usage,
+            execution_id=ctx.id,
+            thread_id=ctx.thread_id,
+        )
+
+    # --- results ----------------------------------------------------------------------------
+
+    async def get_agent_response(self, *, thread_id: str | None = None) -> HarnessResponse:
+        """The last turn's response once the thread is idle; a failed turn raises its error."""
+        session = self._session(thread_id)
+        while session.running:
+            if session.idle is None:
+                session.idle = anyio.Event()
+            await session.idle.wait()
+        if session.last_error is not None:
+            raise session.last_error
+        if session.last_response is None:
+            raise NoeticConfigError(
+                "NO_STEP_CONFIGURED",
+                f"thread {session.thread_id!r} has not run a turn yet",
+                hint="Call execute() or run() before get_agent_response().",
+            )
+        return session.last_response
+
+    def get_full_stream(self, *, thread_id: str | None = None) -> AsyncIterator[StreamEvent]:
+        """Every event of the running turn (from its start) or the next one, until it ends."""
+        return self._session(thread_id).stream.subscribe()
+
+    def get_item_stream(self, *, thread_id: str | None = None) -> AsyncIterator[Item]:
+        """Item snapshots of the running or next turn (in-progress ones have `is_complete` False)."""
+        return items_from_events(self.get_full_stream(thread_id=thread_id))
+
+    # --- control ----------------------------------------------------------------------------
+
+    def create_context(
+        self,
+        *,
+        parent: Context | None = None,
+        items: Sequence[Item] = (),
+        state: Any = None,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> Context:
+        """A context outside any turn (HA-8): a root, or a child of `parent`."""
+        if parent is not None:
+            return parent._exec.child_context(parent, item_log=ItemLog(items), state=state)
+        session = self._session(thread_id)
+        run = Execution(self, session.stream, thread_id=session.thread_id, resource_id=resource_id)
+        ctx = Context(run, item_log=ItemLog(items), state=state)
+        run.root = ctx
+        return ctx
+
+    def abort(self, *, thread_id: str | None = None, reason: str | None = None) -> None:
+        """Abort the running turn of a thread (queued input stays queued)."""
+        current = self._session(thread_id).current
+        if current is not None:
+            current.abort(reason)
+
+    async def cancel(self, ctx: Context, reason: str | None = None) -> None:
+        """Abort `ctx` and its children, then run layer teardown once (CTX-14)."""
+        ctx.abort(reason)
+
+    async def resume(self, execution_id: str) -> HarnessResponse:
+        """Re-run an execution from its checkpoint and step ledger."""
+        raise self._no_store("resume")
+
+    async def clear_checkpoint(self, execution_id: str) -> None:
+        """Remove an execution's snapshot and every ledger entry."""
+        raise self._no_store("clear_checkpoint")
+
+    def _no_store(self, what: str) -> NoeticConfigError:
+        return NoeticConfigError(
+            "NO_CHECKPOINT_STORE",
+            f"harness {self.name!r} cannot {what}: it has no checkpoint store",
+            hint="Pass storage='sqlite:///path/to/run.db' (or a CheckpointStore) to the AgentHarness.",
+        )
+
+
+def _is_items(value: Any) -> bool:
+    """True for an item or a non-empty list of items (dicts are plain data, not items)."""
+    if is_item(value):
+        return True
+    return isinstance(value, list | tuple) and bool(value) and all(is_item(v) for v in value)

@@ -1,0 +1,184 @@
+"""Loop termination predicates (rule LP-4).
+
+An `until` is any callable taking the `LoopSnapshot` of the iteration just finished and
+returning a bool or a `Verdict(stop, reason, feedback)` (it may be async). The built-ins live
+on the `until` namespace; `any_` and `all_` combine them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from noetic.usage import StepMeta, TokenUsage
+
+__all__ = ["LoopSnapshot", "Until", "Verdict", "all_", "any_", "evaluate", "until"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether to stop, why, and feedback for `prepare_next`."""
+
+    stop: bool
+    reason: str | None = None
+    feedback: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSnapshot:
+    """What an `until` sees after each iteration."""
+
+    step_count: int
+    tokens: TokenUsage
+    elapsed: float
+    cost: float
+    last_output: Any
+    last_text: str
+    history: Sequence[Any] = field(default_factory=tuple)
+    depth: int = 0
+    last_step_meta: StepMeta | None = None
+
+
+Until: TypeAlias = Callable[[LoopSnapshot], "bool | Verdict | Awaitable[bool | Verdict]"]
+
+
+async def evaluate(predicate: Until, snapshot: LoopSnapshot) -> Verdict:
+    """Run a predicate and normalise its answer to a `Verdict`."""
+    result: Any = predicate(snapshot)
+    if inspect.isawaitable(result):
+        result = await result
+    if isinstance(result, Verdict):
+        return result
+    return Verdict(bool(result))
+
+
+class until:
+    """The built-in predicates."""
+
+    @staticmethod
+    def max_steps(n: int) -> Until:
+        """Stop once `n` iterations have completed."""
+
+        def check(snap: LoopSnapshot) -> Verdict:
+            done = snap.step_count >= n
+            return Verdict(done, f"Reached max steps ({n})" if done else None)
+
+        return check
+
+    @staticmethod
+    def max_cost(usd: float) -> Until:
+        """Stop once the context's accumulated cost reaches `usd`."""
+
+        def check(snap: LoopSnapshot) -> Verdict:
+            done = snap.cost >= usd
+            return Verdict(done, f"Reached max cost (${usd})" if done else None)
+
+        return check
+
+    @staticmethod
+    def max_duration(seconds: float) -> Until:
+        """Stop once the loop has run for `seconds`."""
+
+        def check(snap: LoopSnapshot) -> Verdict:
+            done = snap.elapsed >= seconds * 1000.0
+            return Verdict(done, f"Reached max duration ({seconds} s)" if done else None)
+
+        return check
+
+    @staticmethod
+    def no_tool_calls() -> Until:
+        """Stop when the last step made no tool calls (the ReAct stop)."""
+
+        def check(snap: LoopSnapshot) -> Verdict:
+            if snap.step_count < 1:
+                return Verdict(False)
+            meta = snap.last_step_meta
+            calls = meta.tool_calls if meta is not None else None
+            done = not calls
+            return Verdict(done, "No tool calls in last response" if done else None)
+
+        return check
+
+    @staticmethod
+    def output_contains(marker: str) -> Until:
+        """Stop when the last output's text contains `marker`."""
+
+        def check(snap: LoopSnapshot) -> Verdict:
+            done = marker in snap.last_text
+            return Verdict(done, f"Output contains {marker!r}" if done else None)
+
+        return check
+
+    @staticmethod
+    def output_equals(value: Any) -> Until:
+        """Stop when the last output equals `value`."""
+
+        def check(snap: LoopSnapshot) -> Verdict:
+            done = snap.last_output == value
+            return Verdict(done, "Output matched" if done else None)
+
+        return check
+
+    @staticmethod
+    def converged() -> Until:
+        """Stop when two consecutive outputs have the same text."""
+        previous: list[str] = []
+
+        def check(snap: LoopSnapshot) -> Verdict:
+            same = bool(previous) and previous[-1] == snap.last_text
+            previous[:] = [snap.last_text]
+            return Verdict(same, "Output converged" if same else None)
+
+        return check
+
+    @staticmethod
+    def verified(fn: Callable[[Any], Any]) -> Until:
+        """Stop when `fn(last_output)` passes: it returns True, or `(True, feedback)`."""
+
+        async def check(snap: LoopSnapshot) -> Verdict:
+            result = fn(snap.last_output)
+            if inspect.isawaitable(result):
+                result = await result
+            passed, feedback = result if isinstance(result, tuple) else (bool(result), None)
+            return Verdict(bool(passed), "Verification passed" if passed else None, feedback)
+
+        return check
+
+    @staticmethod
+    def never() -> Until:
+        """Never stop (the loop ends by abort, error or `max_iterations`)."""
+
+        def check(snap: LoopSnapshot) -> Verdict:
+            return Verdict(False)
+
+        return check
+
+
+def any_(*predicates: Until) -> Until:
+    """Stop when any predicate says stop (the first stopping verdict's reason is kept)."""
+
+    async def check(snap: LoopSnapshot) -> Verdict:
+        feedback = None
+        for predicate in predicates:
+            verdict = await evaluate(predicate, snap)
+            if verdict.stop:
+                return verdict
+            feedback = feedback or verdict.feedback
+        return Verdict(False, feedback=feedback)
+
+    return check
+
+
+def all_(*predicates: Until) -> Until:
+    """Stop when every predicate says stop (reasons are joined)."""
+
+    async def check(snap: LoopSnapshot) -> Verdict:
+        verdicts = [await evaluate(p, snap) for p in predicates]
+        if verdicts and all(v.stop for v in verdicts):
+            return Verdict(True, "; ".join(v.reason for v in verdicts if v.reason) or None)
+        return Verdict(False, feedback=next((v.feedback for v in verdicts if v.feedback), None))
+
+    return check

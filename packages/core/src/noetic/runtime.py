@@ -1,0 +1,167 @@
+"""Per-execution runtime services shared by every context of one root execution.
+
+An `Execution` is created by the harness for each turn (or resume). Contexts reach the harness
+through it, publish stream events through it, create children through it, and account paid
+calls through the `Billing` it hands to model adapters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from noetic.execution_context import Context, to_decimal
+from noetic.items import Item, ItemLog
+from noetic.model import ReasoningDelta, TextDelta, ToolDefinition
+from noetic.streams import StreamEvent, TurnStream
+from noetic.tokens import estimate_items, estimate_text, estimate_value
+from noetic.usage import LastLayerUsage
+
+if TYPE_CHECKING:
+    from noetic.harness import AgentHarness
+
+__all__ = ["Execution", "RuntimeBilling"]
+
+_TEXT_DELTA = "response.output_text.delta"
+_REASONING_DELTA = "response.reasoning_text.delta"
+
+
+class _Hold:
+    """A ceiling held on the root's `held_cost` for one paid call (see `noetic.model`)."""
+
+    __slots__ = ("_ctx", "_open", "amount")
+
+    def __init__(self, ctx: Context, amount: float):
+        self._ctx = ctx
+        self.amount = amount
+        self._open = True
+        ctx.root._held += to_decimal(amount)
+
+    def _close(self) -> bool:
+        if not self._open:
+            return False
+        self._open = False
+        self._ctx.root._held -= to_decimal(self.amount)
+        return True
+
+    def settle(self, cost: float, billed_cost: float) -> None:
+        if self._close():
+            self._ctx._charge(to_decimal(cost), to_decimal(billed_cost))
+
+    def release(self) -> None:
+        self._close()
+
+
+class RuntimeBilling:
+    """The `Billing` given to model adapters for one context."""
+
+    __slots__ = ("_ctx", "_harness")
+
+    def __init__(self, ctx: Context, harness: AgentHarness):
+        self._ctx = ctx
+        self._harness = harness
+
+    def hold(self, amount: float) -> _Hold:
+        return _Hold(self._ctx, amount)
+
+    def run_in_background(self, job: Callable[[], Awaitable[None]]) -> None:
+        self._harness._start_background(job)
+
+
+class Execution:
+    """Services of one root execution: its harness, thread, stream and durability hooks."""
+
+    __slots__ = (
+        "_prefix",
+        "_stream",
+        "checkpoints",
+        "harness",
+        "ledger",
+        "resource_id",
+        "root",
+        "thread_id",
+        "turn_id",
+    )
+
+    def __init__(
+        self,
+        harness: AgentHarness,
+        stream: TurnStream,
+        *,
+        thread_id: str,
+        resource_id: str | None = None,
+        turn_id: str = "",
+    ):
+        self.harness = harness
+        self._stream = stream
+        self._prefix = f"{harness.name}:"
+        self.thread_id = thread_id
+        self.resource_id = resource_id
+        self.turn_id = turn_id
+        self.root: Context | None = None
+        self.ledger: Any = None
+        self.checkpoints = False
+
+    # --- events -----------------------------------------------------------------------------
+
+    def emit(self, event: str, data: Any) -> None:
+        """Publish a framework event `{harness name}:{event}`."""
+        self._stream.publish(StreamEvent("framework", self._prefix + event, data))
+
+    def publish_delta(self, delta: TextDelta | ReasoningDelta) -> None:
+        """Publish a model delta on the full stream."""
+        kind = _TEXT_DELTA if type(delta) is TextDelta else _REASONING_DELTA
+        self._stream.publish(StreamEvent("sdk", kind, delta))
+
+    def watch_log(self, ctx: Context) -> None:
+        """Publish `item_appended` for every item appended to `ctx.item_log`."""
+        emit = self.emit
+        ctx_id = ctx.id
+
+        def appended(item: Item) -> None:
+            emit("item_appended", {"item": item, "execution_id": ctx_id})
+
+        ctx.item_log._listeners.append(appended)
+
+    # --- contexts ---------------------------------------------------------------------------
+
+    def child_context(self, parent: Context, *, item_log: ItemLog, state: Any) -> Context:
+        """A child of `parent` (spawn child or parallel path) whose appends are streamed."""
+        child = Context(self, parent=parent, item_log=item_log, state=state)
+        self.watch_log(child)
+        return child
+
+    def billing(self, ctx: Context) -> RuntimeBilling:
+        """The paid-call accounting handle for a model call on `ctx`."""
+        return RuntimeBilling(ctx, self.harness)
+
+    # --- model-call snapshot ----------------------------------------------------------------
+
+    def layer_usage(
+        self,
+        ctx: Context,
+        model_id: str,
+        instructions: str | None,
+        tools: Sequence[ToolDefinition],
+        history: Sequence[Item] | None = None,
+    ) -> LastLayerUsage:
+        """The `LastLayerUsage` of a call that had no context layers."""
+        system = estimate_text(instructions) if instructions else 0
+        tools_tokens = sum(
+            estimate_value({"name": t.name, "description": t.description, "parameters": dict(t.parameters)})
+            for t in tools
+        )
+        history_tokens = estimate_items(ctx.item_log.items if history is None else history)
+        return LastLayerUsage(
+            execution_id=ctx.id,
+            model_id=model_id,
+            system_prompt_tokens=system,
+            tools_tokens=tools_tokens,
+            history_tokens=history_tokens,
+            total_used_tokens=system + tools_tokens + history_tokens,
+        )
+
+    # --- durability -------------------------------------------------------------------------
+
+    async def checkpoint(self, ctx: Context) -> None:
+        """Persist the execution state (a no-op without a checkpoint store, CTX-16)."""

@@ -1,0 +1,144 @@
+"""One validator shape for the three ways a schema is written: a pydantic model, a Python type,
+or a JSON Schema dict.
+
+`Schema.of(spec)` wraps any of them. `validate` returns the validated value (a model instance
+for a pydantic model, the plain value otherwise) or raises `SchemaError` whose `problems` name
+each failing field and what was expected; `json_schema` gives the JSON Schema to send a model.
+`jsonschema` is imported only when a dict schema is first used.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+__all__ = ["Schema", "SchemaError", "SchemaProblem", "to_jsonable"]
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaProblem:
+    """One failing field: its dotted path (`""` for the whole value) and the complaint."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '<value>'}: {self.message}"
+
+
+class SchemaError(ValueError):
+    """A value does not match its schema; `problems` lists every failing field."""
+
+    def __init__(self, problems: list[SchemaProblem]):
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
+def _dotted(parts: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(p) for p in parts)
+
+
+class Schema:
+    """A validator built from a pydantic model, a Python type or a JSON Schema dict."""
+
+    def __init__(self, spec: Any):
+        self.spec = spec
+
+    @classmethod
+    def of(cls, spec: Any) -> Schema:
+        """Wrap `spec` (returned unchanged when it already is a `Schema`)."""
+        return spec if isinstance(spec, Schema) else cls(spec)
+
+    @property
+    def is_model(self) -> bool:
+        """True when the schema is a pydantic model class."""
+        return isinstance(self.spec, type) and issubclass(self.spec, BaseModel)
+
+    @property
+    def is_json_schema(self) -> bool:
+        """True when the schema is a JSON Schema dict."""
+        return isinstance(self.spec, Mapping)
+
+    @cached_property
+    def _adapter(self) -> TypeAdapter[Any]:
+        return TypeAdapter(self.spec)
+
+    @cached_property
+    def _json_validator(self) -> Any:
+        from jsonschema import Draft202012Validator
+        from jsonschema.validators import validator_for
+
+        validator_cls = validator_for(self.spec, default=Draft202012Validator)
+        validator_cls.check_schema(self.spec)
+        return validator_cls(self.spec)
+
+    def check(self) -> None:
+        """Raise `SchemaError` now if a JSON Schema dict is itself invalid."""
+        if self.is_json_schema:
+            from jsonschema.exceptions import SchemaError as JsonSchemaError
+
+            try:
+                self._json_validator  # noqa: B018 - builds and checks the validator
+            except JsonSchemaError as exc:
+                raise SchemaError([SchemaProblem(_dotted(list(exc.path)), exc.message)]) from exc
+
+    def validate(self, value: Any) -> Any:
+        """The validated value, or `SchemaError` naming every failing field."""
+        if self.is_json_schema:
+            errors = sorted(self._json_validator.iter_errors(value), key=lambda e: list(e.path))
+            if errors:
+                raise SchemaError([SchemaProblem(_dotted(list(e.path)), e.message) for e in errors])
+            return value
+        try:
+            if self.is_model:
+                return self.spec.model_validate(value)
+            return self._adapter.validate_python(value)
+        except ValidationError as exc:
+            raise SchemaError(
+                [SchemaProblem(_dotted(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)]
+            ) from None
+
+    def validate_json(self, text: str) -> Any:
+        """Parse a JSON string and validate it (a parse error is a `SchemaError` too)."""
+        if self.is_model:
+            try:
+                return self.spec.model_validate_json(text)
+            except ValidationError as exc:
+                raise SchemaError(
+                    [SchemaProblem(_dotted(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)]
+                ) from None
+        try:
+            value = json.loads(text) if text.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise SchemaError([SchemaProblem("", f"not valid JSON ({exc.msg} at {exc.pos})")]) from None
+        return self.validate(value)
+
+    @cached_property
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of this schema (the dict itself for a JSON Schema)."""
+        if self.is_json_schema:
+            return dict(self.spec)
+        if self.is_model:
+            schema: dict[str, Any] = self.spec.model_json_schema()
+            return schema
+        return self._adapter.json_schema()
+
+    def describes_object(self) -> bool:
+        """True when values of this schema are JSON objects."""
+        return self.json_schema.get("type") == "object" or "properties" in self.json_schema
+
+    def property_names(self) -> set[str]:
+        """The top-level property names the schema declares."""
+        return set(self.json_schema.get("properties", {}))
+
+
+def to_jsonable(value: Any) -> Any:
+    """A JSON-ready form of a step value (pydantic models are dumped)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return value

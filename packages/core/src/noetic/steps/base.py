@@ -1,0 +1,167 @@
+"""The step base class and the interpreter every step runs through.
+
+A step is a tagged value (`kind`, `id`) with an async `run(input, ctx)`; `execute(step, input,
+ctx)` wraps every run with what all steps share: the abort check, `step_count`, the ledger path
+key (RS-2), replay from the step ledger (RS-4), `step_started` / `step_completed` events, the
+custom-item dispatch (CI-5), wrapping user exceptions as `step_failed`, and the automatic
+checkpoint after a completed step (RS-16).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from noetic.errors import NoeticConfigError, NoeticError, cancelled
+
+if TYPE_CHECKING:
+    from noetic.custom_items import CustomItemDecl
+    from noetic.execution_context import Context
+
+__all__ = ["Frame", "Step", "call_user", "current_frame", "execute", "takes_ctx"]
+
+
+class Frame:
+    """A position in the step tree: the ledger path of the running step and a counter of
+    how many times each child id was dispatched under it (RS-2)."""
+
+    __slots__ = ("_counts", "path")
+
+    def __init__(self, path: str = ""):
+        self.path = path
+        self._counts: dict[str, int] | None = None
+
+    def child_path(self, step_id: str) -> str:
+        """The path of the next dispatch of `step_id` under this frame."""
+        counts = self._counts
+        if counts is None:
+            counts = self._counts = {}
+        n = counts.get(step_id, 0)
+        counts[step_id] = n + 1
+        return f"{self.path}/{step_id}#{n}"
+
+
+_frame: ContextVar[Frame | None] = ContextVar("noetic_frame", default=None)
+
+
+def reset_frame() -> object:
+    """Start a fresh root frame in this task (the harness does this per turn); returns a token."""
+    return _frame.set(Frame())
+
+
+def current_frame() -> Frame:
+    """The frame of the step running in this task (a fresh root frame outside any step)."""
+    frame = _frame.get()
+    if frame is None:
+        frame = Frame()
+        _frame.set(frame)
+    return frame
+
+
+def takes_ctx(fn: Callable[..., Any]) -> bool:
+    """True when `fn` accepts a second positional argument (the context)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+async def call_user(fn: Callable[..., Any], with_ctx: bool, value: Any, ctx: Context) -> Any:
+    """Call a plain or async user callable as `fn(value, ctx)` (or `fn(value)`)."""
+    result = fn(value, ctx) if with_ctx else fn(value)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+class Step:
+    """A node of an agent graph. Subclasses set `kind` and implement `run`.
+
+    Every builder takes `custom_items=` (declarations in scope for this step, by name) and
+    `emit_items=` (what this step emits; see `noetic.custom_items`).
+    """
+
+    kind: ClassVar[str] = "step"
+    #: Atomic steps run user code or a model and record `ctx.last_step_meta`.
+    atomic: ClassVar[bool] = False
+
+    __slots__ = ("custom_items", "emit_items", "id")
+
+    def __init__(
+        self,
+        id: str,
+        *,
+        custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+        emit_items: Any = None,
+    ):
+        if not isinstance(id, str) or not id.strip():
+            raise NoeticConfigError(
+                "EMPTY_STEP_ID",
+                f"a {self.kind} step needs a non-empty string id, got {id!r}",
+                hint="Give every step a short unique id such as 'plan' or 'review-loop'.",
+            )
+        self.id = id
+        self.custom_items: Mapping[str, CustomItemDecl[Any, Any]] = dict(custom_items or {})
+        self.emit_items = emit_items
+        if emit_items is not None and emit_items is not False:
+            from noetic.custom_items import check_emit_items
+
+            check_emit_items(self)
+
+    async def run(self, input: Any, ctx: Context) -> Any:
+        """Run the step's own work (without the shared wrapping `execute` adds)."""
+        raise NotImplementedError
+
+    def children(self) -> tuple[Step, ...]:
+        """The steps nested directly inside this one."""
+        return ()
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.id!r}>"
+
+
+async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = None) -> Any:
+    """Run `step` on `ctx` with the shared step semantics; returns the step's output."""
+    if ctx._aborted:
+        raise cancelled(ctx._abort_reason)
+    run = ctx._exec
+    if path is None:
+        path = current_frame().child_path(step.id)
+    ctx._step_count += 1
+    ledger = run.ledger
+    if ledger is not None:
+        found, output = ledger.replay(path, step, ctx)
+        if found:
+            return output
+    emit = run.emit
+    emit("step_started", {"step_id": step.id, "kind": step.kind, "path": path})
+    token = _frame.set(Frame(path))
+    try:
+        if step.emit_items:
+            from noetic.custom_items import run_with_dispatch
+
+            output = await run_with_dispatch(step, input, ctx)
+        else:
+            output = await step.run(input, ctx)
+    except NoeticError:
+        raise
+    except Exception as exc:
+        raise NoeticError(
+            "step_failed",
+            f"step {step.id!r} ({step.kind}) raised {type(exc).__name__}: {exc}",
+            cause=exc,
+            step_id=step.id,
+            retries_exhausted=False,
+        ) from exc
+    finally:
+        _frame.reset(token)
+    emit("step_completed", {"step_id": step.id, "kind": step.kind, "path": path})
+    if ledger is not None:
+        ledger.record(path, step, output, ctx)
+    if run.checkpoints:
+        await run.checkpoint(ctx)
+    return output

@@ -1,0 +1,92 @@
+"""`run_code`: a step whose body is your function (plain, async, generator or async generator)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from noetic.custom_items import current_dispatch, drain
+from noetic.errors import NoeticConfigError, NoeticError
+from noetic.steps.base import Step, takes_ctx
+
+if TYPE_CHECKING:
+    from noetic.custom_items import CustomItemDecl
+    from noetic.execution_context import Context
+
+__all__ = ["RunCode", "run_code"]
+
+
+class RunCode(Step):
+    """Runs `execute(input, ctx)`; retried up to `retry` times when it raises.
+
+    A generator body's yields are events of the item `emit_items` names (dropped when it names
+    none); its return value — or, for an async generator, a final `yield Return(value)` — is the
+    step output. The body runs abortably: aborting the context cancels it at its next await.
+    """
+
+    kind = "run_code"
+    atomic = True
+    __slots__ = ("_with_ctx", "execute", "retry")
+
+    def __init__(
+        self,
+        id: str,
+        execute: Callable[..., Any],
+        *,
+        retry: int = 0,
+        custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+        emit_items: Any = None,
+    ):
+        if not callable(execute):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"run_code {id!r}: execute must be a function, got {type(execute).__name__}",
+                hint="Pass execute=lambda input, ctx: ... (plain, async, generator or async generator).",
+            )
+        if not isinstance(retry, int) or retry < 0:
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"run_code {id!r}: retry must be a non-negative int, got {retry!r}",
+                hint="Pass retry=0 (no retries) or a small positive number.",
+            )
+        super().__init__(id, custom_items=custom_items, emit_items=emit_items)
+        self.execute = execute
+        self.retry = retry
+        self._with_ctx = takes_ctx(execute)
+
+    async def run(self, input: Any, ctx: Context) -> Any:
+        attempt = 0
+        while True:
+            try:
+                return await self._attempt(input, ctx)
+            except NoeticError as exc:
+                if exc.code == "cancelled" or attempt >= self.retry:
+                    raise
+            except Exception as exc:
+                if attempt >= self.retry:
+                    raise NoeticError(
+                        "step_failed",
+                        f"step {self.id!r} (run_code) raised {type(exc).__name__}: {exc}",
+                        cause=exc,
+                        step_id=self.id,
+                        retries_exhausted=self.retry > 0,
+                    ) from exc
+            attempt += 1
+
+    async def _attempt(self, input: Any, ctx: Context) -> Any:
+        dispatch = current_dispatch(self)
+        with ctx.abortable():
+            result = self.execute(input, ctx) if self._with_ctx else self.execute(input)
+            return await drain(result, dispatch.event if dispatch is not None else None)
+
+
+def run_code(
+    id: str,
+    execute: Callable[..., Any],
+    *,
+    retry: int = 0,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+) -> RunCode:
+    """A step that runs `execute(input, ctx)` and returns its result."""
+    return RunCode(id, execute, retry=retry, custom_items=custom_items, emit_items=emit_items)

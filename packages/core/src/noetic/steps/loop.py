@@ -1,0 +1,188 @@
+"""`loop`: repeat body steps until a predicate says stop (rules LP-1..LP-3, CTX-15).
+
+Each iteration checks abort first (raising `cancelled`), pipes the body steps, then asks
+`until(snapshot)`. A predicate that raises stops the loop with reason "Predicate error: …".
+`prepare_next(output, verdict, ctx)` builds the next input (default: the output). `on_error`
+decides what a failed iteration does: `"abort"` (default) re-raises, `"retry"` runs the
+iteration again, `"skip"` continues with the last good output; it may also be a function
+`(error, ctx) -> action`. Cancellation is never handed to `on_error`. `max_iterations` is a
+hard ceiling counting retries: exceeding it fails the step (it may be `math.inf`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from noetic.errors import NoeticConfigError, NoeticError, cancelled
+from noetic.predicates import LoopSnapshot, Until, Verdict, evaluate
+from noetic.schema import to_jsonable
+from noetic.steps.base import Step, call_user, execute
+from noetic.steps.flow import ensure_steps
+
+if TYPE_CHECKING:
+    from noetic.custom_items import CustomItemDecl
+    from noetic.execution_context import Context
+
+__all__ = ["Loop", "loop", "output_text"]
+
+OnError = Literal["abort", "retry", "skip"] | Callable[..., Any]
+_MISSING: Any = object()
+_HISTORY = 100
+
+
+def output_text(value: Any) -> str:
+    """The text form of a step output: the string itself, a `text` field, or JSON."""
+    if isinstance(value, str):
+        return value
+    text = getattr(value, "text", None)
+    if isinstance(text, str):
+        return text
+    if isinstance(value, Mapping) and isinstance(value.get("text"), str):
+        return str(value["text"])
+    if value is None:
+        return ""
+    return json.dumps(to_jsonable(value), default=str)
+
+
+class Loop(Step):
+    """Repeats `steps`; see the module docstring."""
+
+    kind = "loop"
+    __slots__ = ("max_iterations", "on_error", "prepare_next", "steps", "until")
+
+    def __init__(
+        self,
+        id: str,
+        steps: Step | Sequence[Step],
+        *,
+        until: Until,
+        max_iterations: float = 1000,
+        on_error: OnError = "abort",
+        prepare_next: Callable[..., Any] | None = None,
+        custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+        emit_items: Any = None,
+    ):
+        super().__init__(id, custom_items=custom_items, emit_items=emit_items)
+        self.steps = ensure_steps(f"loop {id!r}", steps)
+        if not callable(until):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"loop {id!r}: until must be a predicate",
+                hint="Use one of nt.until.*, combine with nt.any_/nt.all_, or pass a function.",
+            )
+        if not (max_iterations >= 1 and (max_iterations == math.inf or float(max_iterations).is_integer())):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"loop {id!r}: max_iterations must be a whole number >= 1 or math.inf, got {max_iterations!r}",
+                hint="Pass max_iterations=1000 (the default) or math.inf for no ceiling.",
+            )
+        if not callable(on_error) and on_error not in ("abort", "retry", "skip"):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"loop {id!r}: unknown on_error {on_error!r}",
+                hint="Use 'abort', 'retry', 'skip' or a function (error, ctx) -> one of those.",
+            )
+        self.until = until
+        self.max_iterations = max_iterations
+        self.on_error = on_error
+        self.prepare_next = prepare_next
+
+    def children(self) -> tuple[Step, ...]:
+        return self.steps
+
+    async def run(self, input: Any, ctx: Context) -> Any:
+        current = input
+        last: Any = _MISSING
+        history: deque[Any] = deque(maxlen=_HISTORY)
+        started = time.monotonic()
+        completed = 0
+        attempts = 0
+        while True:
+            if ctx._aborted:
+                raise cancelled(ctx._abort_reason)
+            attempts += 1
+            if attempts > self.max_iterations:
+                raise NoeticError(
+                    "step_failed",
+                    f"loop {self.id!r} exceeded its maximum of {self.max_iterations} iterations",
+                    step_id=self.id,
+                    retries_exhausted=False,
+                )
+            try:
+                output = current
+                for step in self.steps:
+                    output = await execute(step, output, ctx)
+                completed += 1
+            except NoeticError as exc:
+                action = await self._on_error(exc, ctx)
+                if action == "retry" or (action == "skip" and last is _MISSING):
+                    continue
+                output = last
+            last = output
+            history.append(output)
+            snapshot = LoopSnapshot(
+                step_count=completed,
+                tokens=ctx.tokens,
+                elapsed=(time.monotonic() - started) * 1000.0,
+                cost=ctx.cost,
+                last_output=output,
+                last_text=output_text(output),
+                history=tuple(history),
+                depth=ctx.depth,
+                last_step_meta=ctx.last_step_meta,
+            )
+            try:
+                verdict = await evaluate(self.until, snapshot)
+            except Exception as exc:  # noqa: BLE001 - LP-2: a raising predicate stops the loop
+                verdict = Verdict(True, f"Predicate error: {exc}")
+            if verdict.stop:
+                return last
+            current = await self._next(output, verdict, ctx)
+
+    async def _on_error(self, exc: NoeticError, ctx: Context) -> str:
+        if exc.code == "cancelled":
+            raise exc
+        action: Any = self.on_error
+        if callable(action):
+            action = await call_user(action, True, exc, ctx)
+        if action not in ("retry", "skip"):
+            raise exc
+        return str(action)
+
+    async def _next(self, output: Any, verdict: Verdict, ctx: Context) -> Any:
+        if self.prepare_next is None:
+            return output
+        value = self.prepare_next(output, verdict, ctx)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+
+def loop(
+    id: str,
+    steps: Step | Sequence[Step],
+    *,
+    until: Until,
+    max_iterations: float = 1000,
+    on_error: OnError = "abort",
+    prepare_next: Callable[..., Any] | None = None,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+) -> Loop:
+    """A step that repeats `steps` until `until` says stop; see `Loop`."""
+    return Loop(
+        id,
+        steps,
+        until=until,
+        max_iterations=max_iterations,
+        on_error=on_error,
+        prepare_next=prepare_next,
+        custom_items=custom_items,
+        emit_items=emit_items,
+    )

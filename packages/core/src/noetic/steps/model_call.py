@@ -1,0 +1,256 @@
+"""`call_model`: one model step, including the tool loop.
+
+The step appends a non-empty string input as a user message, then runs rounds: it assembles the
+view, streams one model round (deltas go to the harness streams), appends the response items
+(IL-6), and — when the model asked for tools — validates and runs every requested call of the
+round concurrently, appends the `function_call_output` items and calls the model again, until
+it answers without tool calls. The output is the last assistant text, or the structured value
+validated against `output=`. Token and cost figures of every round are charged to the context,
+even for a response that is then cut off by abort (the step then raises `cancelled`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from noetic.errors import NoeticConfigError, NoeticError
+from noetic.execution_context import to_decimal
+from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
+from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
+from noetic.schema import Schema, SchemaError
+from noetic.steps.base import Step
+from noetic.tools import Tool, run_tool_call
+from noetic.usage import RoundUsage, StepMeta, add_optional
+
+if TYPE_CHECKING:
+    from noetic.custom_items import CustomItemDecl
+    from noetic.execution_context import Context
+
+__all__ = ["CallModel", "call_model", "last_assistant_text"]
+
+#: Tool rounds one step may run before it fails (the TypeScript Noetic's limit).
+MAX_TOOL_ROUNDS = 32
+
+
+def last_assistant_text(items: Sequence[Item]) -> str:
+    """The text of the last assistant message in `items` (`""` when there is none)."""
+    for item in reversed(items):
+        if isinstance(item, MessageItem) and item.role == "assistant":
+            return item.text
+    return ""
+
+
+class CallModel(Step):
+    """Calls a model with the context's view and runs the tools it asks for."""
+
+    kind = "call_model"
+    atomic = True
+    __slots__ = ("instructions", "layers", "max_rounds", "model", "output", "params", "tools")
+
+    def __init__(
+        self,
+        id: str,
+        *,
+        model: str | ModelAdapter | None = None,
+        instructions: str | Callable[..., Any] | None = None,
+        tools: Sequence[Tool] = (),
+        output: Any = None,
+        params: Mapping[str, Any] | None = None,
+        layers: Sequence[Any] | None = None,
+        custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+        emit_items: Any = None,
+        max_rounds: int = MAX_TOOL_ROUNDS,
+    ):
+        super().__init__(id, custom_items=custom_items, emit_items=emit_items)
+        if isinstance(model, str) and not model.strip():
+            raise NoeticConfigError(
+                "MISSING_MODEL",
+                f"call_model {id!r}: model is an empty string",
+                hint="Pass a model id such as 'openrouter:anthropic/claude-sonnet-4', an adapter, or None.",
+            )
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise NoeticConfigError(
+                    "INVALID_STEP",
+                    f"call_model {id!r}: {t!r} is not a tool",
+                    hint="Declare tools with nt.tool(name, description=..., input=..., execute=...).",
+                )
+        self.model = model
+        self.instructions = instructions
+        self.tools = tuple(tools)
+        self.output = Schema.of(output) if output is not None else None
+        self.params = dict(params or {})
+        self.layers = tuple(layers) if layers is not None else None
+        self.max_rounds = max_rounds
+
+    async def run(self, input: Any, ctx: Context) -> Any:
+        run = ctx._exec
+        adapter = run.harness.resolve_model(self.model)
+        if isinstance(input, str) and input:
+            ctx.item_log.append(user_message(input))
+        instructions = await self._instructions(ctx)
+        tools = {t.name: t for t in (*run.harness.tools, *self.tools)}
+        definitions = tuple(t.definition for t in tools.values())
+        output_schema = self._output_json_schema()
+        first_item = len(ctx.item_log)
+        usage = RoundUsage()
+        cost = billed = to_decimal(0)
+        calls: list[FunctionCallItem] = []
+        for round_no in range(self.max_rounds + 1):
+            request = ModelRequest(
+                model_id=adapter.model_id,
+                items=tuple(ctx.item_log.items),
+                instructions=instructions,
+                tools=definitions,
+                output_schema=output_schema,
+                params=self.params,
+                cache_control=run.harness.cache_control,
+                execution_id=ctx.id,
+                thread_id=ctx.thread_id,
+                billing=run.billing(ctx),
+            )
+            response = await self._stream_round(adapter, request, ctx, round_no)
+            round_cost = to_decimal(response.cost)
+            round_billed = round_cost if response.billed_cost is None else to_decimal(response.billed_cost)
+            ctx._record_round(response.usage, round_cost, round_billed)
+            usage = _add_usage(usage, response.usage)
+            cost += round_cost
+            billed += round_billed
+            for item in response.items:
+                ctx.item_log.append(item)
+            round_calls = [i for i in response.items if isinstance(i, FunctionCallItem)]
+            if not round_calls:
+                break
+            if round_no == self.max_rounds:
+                raise NoeticError(
+                    "step_failed",
+                    f"call_model {self.id!r}: the model still asked for tools after {self.max_rounds} rounds",
+                    step_id=self.id,
+                    retries_exhausted=True,
+                )
+            calls.extend(round_calls)
+            for output in await self._run_tools(round_calls, tools, ctx):
+                ctx.item_log.append(output)
+        response_items = tuple(ctx.item_log.items[first_item:])
+        ctx.last_step_meta = StepMeta(
+            step_id=self.id,
+            kind=self.kind,
+            tool_calls=tuple(calls),
+            usage=usage,
+            cost=float(cost),
+            billed_cost=float(billed),
+            response_items=response_items,
+        )
+        ctx.last_layer_usage = run.layer_usage(ctx, adapter.model_id, instructions, definitions)
+        return self._final_output(response_items)
+
+    async def _instructions(self, ctx: Context) -> str | None:
+        value = self.instructions
+        if callable(value):
+            value = value(ctx)
+            if hasattr(value, "__await__"):
+                value = await value
+        return value
+
+    def _output_json_schema(self) -> Mapping[str, Any] | None:
+        return self.output.json_schema if self.output is not None else None
+
+    async def _stream_round(
+        self, adapter: ModelAdapter, request: ModelRequest, ctx: Context, round_no: int
+    ) -> ModelResponse:
+        run = ctx._exec
+        run.emit("model_call_started", {"step_id": self.id, "model_id": request.model_id, "round": round_no})
+        response: ModelResponse | None = None
+        publish = run.publish_delta
+        with ctx.abortable():
+            async with aclosing(adapter.stream(request, cancel=ctx)) as stream:  # type: ignore[type-var]
+                async for event in stream:
+                    if type(event) is TextDelta or type(event) is ReasoningDelta:
+                        publish(event)
+                    elif isinstance(event, ModelResponse):
+                        response = event
+        if response is None:
+            raise NoeticError(
+                "model_stream_error",
+                f"model {request.model_id!r} ended its stream without a final response",
+                step_id=self.id,
+            )
+        run.emit(
+            "model_call_completed",
+            {"step_id": self.id, "model_id": response.model_id or request.model_id, "usage": response.usage},
+        )
+        return response
+
+    async def _run_tools(
+        self, calls: list[FunctionCallItem], tools: Mapping[str, Tool], ctx: Context
+    ) -> list[FunctionCallOutputItem]:
+        run = ctx._exec
+        outputs: list[FunctionCallOutputItem | None] = [None] * len(calls)
+
+        async def one(index: int, call: FunctionCallItem) -> None:
+            run.emit("tool_call_started", {"call_id": call.call_id, "name": call.name})
+            item, is_error = await run_tool_call(call, tools, ctx)
+            outputs[index] = item
+            run.emit("tool_call_completed", {"call_id": call.call_id, "name": call.name, "error": is_error})
+
+        if len(calls) == 1:
+            await one(0, calls[0])
+        else:
+            async with anyio.create_task_group() as tg:
+                for index, call in enumerate(calls):
+                    tg.start_soon(one, index, call)
+        return [o for o in outputs if o is not None]
+
+    def _final_output(self, items: Sequence[Item]) -> Any:
+        text = last_assistant_text(items)
+        if self.output is None:
+            return text
+        try:
+            return self.output.validate_json(text)
+        except SchemaError as exc:
+            raise NoeticError(
+                "model_parse_error",
+                f"call_model {self.id!r}: the model's answer does not match output=: {exc}",
+                raw=text,
+                schema=self.output.json_schema,
+                step_id=self.id,
+            ) from None
+
+
+def _add_usage(a: RoundUsage, b: RoundUsage) -> RoundUsage:
+    return RoundUsage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cached_tokens=add_optional(a.cached_tokens, b.cached_tokens),
+        cache_write_tokens=add_optional(a.cache_write_tokens, b.cache_write_tokens),
+        reasoning_tokens=add_optional(a.reasoning_tokens, b.reasoning_tokens),
+    )
+
+
+def call_model(
+    id: str,
+    *,
+    model: str | ModelAdapter | None = None,
+    instructions: str | Callable[..., Any] | None = None,
+    tools: Sequence[Tool] = (),
+    output: Any = None,
+    params: Mapping[str, Any] | None = None,
+    layers: Sequence[Any] | None = None,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+) -> CallModel:
+    """A model step: see `CallModel`. `model=None` uses the harness model."""
+    return CallModel(
+        id,
+        model=model,
+        instructions=instructions,
+        tools=tools,
+        output=output,
+        params=params,
+        layers=layers,
+        custom_items=custom_items,
+        emit_items=emit_items,
+    )

@@ -1,0 +1,82 @@
+"""`spawn`: run a step as a sub-agent on a child context with a fresh item log (SP-1..SP-7)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from noetic.errors import NoeticConfigError, cancelled
+from noetic.items import ItemLog
+from noetic.steps.base import Step, execute
+
+if TYPE_CHECKING:
+    from noetic.custom_items import CustomItemDecl
+    from noetic.execution_context import Context
+
+__all__ = ["Spawn", "spawn"]
+
+
+class Spawn(Step):
+    """Runs `step` on a child context: empty log, cloned state, depth + 1.
+
+    `layers` replaces the inherited layer set for the child. `timeout` (seconds) bounds the
+    child: when it passes, the child is aborted and the step raises `cancelled` with reason
+    "spawn timeout". The child's tokens and spend roll up into the parent however it ends.
+    """
+
+    kind = "spawn"
+    __slots__ = ("layers", "step", "timeout")
+
+    def __init__(
+        self,
+        id: str,
+        step: Step,
+        *,
+        layers: Sequence[Any] | None = None,
+        timeout: float | None = None,
+        custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+        emit_items: Any = None,
+    ):
+        super().__init__(id, custom_items=custom_items, emit_items=emit_items)
+        if not isinstance(step, Step):
+            raise NoeticConfigError(
+                "INVALID_STEP", f"spawn {id!r}: {step!r} is not a step", hint="Pass the child step as step=."
+            )
+        if timeout is not None and not timeout > 0:
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"spawn {id!r}: timeout must be a positive number of seconds, got {timeout!r}",
+                hint="Pass timeout=None for no bound, or seconds such as 30.0.",
+            )
+        self.step = step
+        self.layers = tuple(layers) if layers is not None else None
+        self.timeout = timeout
+
+    def children(self) -> tuple[Step, ...]:
+        return (self.step,)
+
+    async def run(self, input: Any, ctx: Context) -> Any:
+        child = ctx._exec.child_context(ctx, item_log=ItemLog(), state=copy.deepcopy(ctx.state))
+        try:
+            with anyio.move_on_after(self.timeout if self.timeout is not None else math.inf):
+                return await execute(self.step, input, child)
+            child.abort("spawn timeout")
+            raise cancelled("spawn timeout")
+        finally:
+            child._roll_up()
+
+
+def spawn(
+    id: str,
+    step: Step,
+    *,
+    layers: Sequence[Any] | None = None,
+    timeout: float | None = None,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+) -> Spawn:
+    """A step that runs `step` as a sub-agent; see `Spawn`."""
+    return Spawn(id, step, layers=layers, timeout=timeout, custom_items=custom_items, emit_items=emit_items)

@@ -1,0 +1,123 @@
+"""The harness streams: framework and model events of one turn, delivered to subscribers.
+
+Every event is a `StreamEvent(source, type, data)`: `source="framework"` for runtime events
+typed `{harness name}:{event}` (`turn_started`, `item_appended`, `step_started`, …) and
+`source="sdk"` for model deltas (`response.output_text.delta`, …). A `TurnStream` belongs to one
+thread; it keeps the events of the running turn (up to 10,000) so a subscriber that arrives
+mid-turn sees them, and ends each subscription when the turn ends. Publishing costs one append
+per event plus one append per subscriber; a waiting subscriber is woken once per batch.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+
+from noetic.custom_items import CustomItem, CustomItemEvent
+from noetic.items import Item, MessageItem, OutputText
+from noetic.model import TextDelta
+
+__all__ = ["TURN_END_EVENTS", "StreamEvent", "TurnStream", "items_from_events"]
+
+#: Event names (after the `{name}:` prefix) that end a turn.
+TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_aborted"})
+_BUFFER = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One event of the full stream."""
+
+    source: Literal["sdk", "framework"]
+    type: str
+    data: Any
+
+
+class _Subscriber:
+    __slots__ = ("pending", "wake")
+
+    def __init__(self) -> None:
+        self.pending: deque[StreamEvent] = deque()
+        self.wake: anyio.Event | None = None
+
+
+class TurnStream:
+    """The events of one thread's turns and their subscribers."""
+
+    __slots__ = ("_buffer", "_end_types", "_subscribers", "active")
+
+    def __init__(self, harness_name: str):
+        self._buffer: deque[StreamEvent] = deque(maxlen=_BUFFER)
+        self._subscribers: list[_Subscriber] = []
+        self._end_types = frozenset(f"{harness_name}:{name}" for name in TURN_END_EVENTS)
+        self.active = False
+
+    def start_turn(self) -> None:
+        """Begin buffering a new turn."""
+        self._buffer.clear()
+        self.active = True
+
+    def publish(self, event: StreamEvent) -> None:
+        """Deliver one event to the buffer and every subscriber."""
+        self._buffer.append(event)
+        for sub in self._subscribers:
+            sub.pending.append(event)
+            wake = sub.wake
+            if wake is not None:
+                sub.wake = None
+                wake.set()
+        if event.type in self._end_types:
+            self.active = False
+
+    async def subscribe(self) -> AsyncIterator[StreamEvent]:
+        """Events of the running turn (from its start) or of the next one, until it ends."""
+        sub = _Subscriber()
+        if self.active:
+            sub.pending.extend(self._buffer)
+        self._subscribers.append(sub)
+        try:
+            while True:
+                while sub.pending:
+                    event = sub.pending.popleft()
+                    yield event
+                    if event.type in self._end_types:
+                        return
+                wake = sub.wake = anyio.Event()
+                await wake.wait()
+        finally:
+            self._subscribers.remove(sub)
+
+
+async def items_from_events(events: AsyncIterator[StreamEvent]) -> AsyncIterator[Item]:
+    """Item snapshots from full-stream events (HA-5).
+
+    Appended items arrive complete; streaming assistant text arrives as in-progress message
+    snapshots carrying the text so far; custom-item events arrive as in-progress custom items
+    whose `.event` is the latest payload. A later snapshot with the same id replaces earlier ones.
+    """
+    texts: dict[str, list[str]] = {}
+    async for event in events:
+        data = event.data
+        if event.source == "sdk":
+            if type(data) is TextDelta and data.item_id is not None:
+                parts = texts.setdefault(data.item_id, [])
+                parts.append(data.text)
+                yield MessageItem(
+                    id=data.item_id,
+                    status="in_progress",
+                    role="assistant",
+                    content=[OutputText(text="".join(parts))],
+                )
+        elif event.type.endswith(":item_appended"):
+            item = data["item"]
+            texts.pop(item.id, None)
+            yield item
+        elif isinstance(data, CustomItemEvent):
+            snapshot: CustomItem[Any, Any] = CustomItem(id=data.id, type=data.type, status="in_progress")
+            snapshot._declaration = data.declaration
+            snapshot._event = data.event
+            yield snapshot

@@ -1,0 +1,53 @@
+"""Token estimates (about four characters per token) for when a provider reports none."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from noetic.items import (
+    ExtensionItem,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    Item,
+    MessageItem,
+    ReasoningItem,
+)
+
+__all__ = ["estimate_item_tokens", "estimate_items", "estimate_text", "estimate_value"]
+
+
+def estimate_text(text: str) -> int:
+    """Tokens in `text`, estimated at four characters per token (rounded up)."""
+    return (len(text) + 3) // 4
+
+
+def estimate_value(value: Mapping[str, Any] | Any) -> int:
+    """Tokens in the JSON form of `value`."""
+    return estimate_text(json.dumps(value, separators=(",", ":"), default=str))
+
+
+def estimate_item_tokens(item: Item) -> int:
+    """Tokens an item costs in a request."""
+    if isinstance(item, MessageItem):
+        return 4 + sum(
+            estimate_text(getattr(p, "text", "") or getattr(p, "refusal", "")) for p in item.content
+        )
+    if isinstance(item, FunctionCallItem):
+        return 4 + estimate_text(item.name) + estimate_text(item.arguments)
+    if isinstance(item, FunctionCallOutputItem):
+        return 4 + estimate_text(item.output)
+    if isinstance(item, ReasoningItem):
+        return (
+            4
+            + sum(estimate_text(getattr(p, "text", "")) for p in item.content)
+            + (estimate_text(item.encrypted_content) if item.encrypted_content else 0)
+        )
+    assert isinstance(item, ExtensionItem)
+    return 4 + estimate_value(item.model_dump(mode="json"))
+
+
+def estimate_items(items: Iterable[Item]) -> int:
+    """Tokens of a sequence of items."""
+    return sum(estimate_item_tokens(item) for item in items)

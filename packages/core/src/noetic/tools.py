@@ -1,0 +1,166 @@
+"""Tools a model can call, and `invoke_tool`, the step that calls one directly.
+
+`tool(name, description=..., input=..., execute=...)` wraps a function. `input` is a pydantic
+model (the function gets a validated instance) or a JSON Schema dict (it gets the validated
+dict). The return value is JSON-encoded into the `function_call_output` item. Bad arguments, an
+unknown tool or a raising tool become an error output the model can read and recover from; only
+cancellation ends the model step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from noetic.errors import NoeticConfigError, NoeticError
+from noetic.items import FunctionCallItem, FunctionCallOutputItem
+from noetic.model import ToolDefinition
+from noetic.schema import Schema, SchemaError, to_jsonable
+from noetic.steps.base import Step, call_user, takes_ctx
+
+if TYPE_CHECKING:
+    from noetic.custom_items import CustomItemDecl
+    from noetic.execution_context import Context
+
+__all__ = ["InvokeTool", "Tool", "invoke_tool", "run_tool_call", "tool"]
+
+
+class Tool:
+    """A function the model may call by `name`."""
+
+    __slots__ = ("__dict__", "_with_ctx", "description", "execute", "input", "name")
+
+    def __init__(self, name: str, *, description: str, input: Any, execute: Callable[..., Any]):
+        if not isinstance(name, str) or not name.strip():
+            raise NoeticConfigError(
+                "EMPTY_TOOL_NAME",
+                f"a tool needs a non-empty name, got {name!r}",
+                hint="Name tools with letters, digits, '_' or '-', such as 'get_weather'.",
+            )
+        if not callable(execute):
+            raise NoeticConfigError(
+                "INVALID_TOOL_SCHEMA",
+                f"tool {name!r}: execute must be a function",
+                hint="Pass execute=lambda args, ctx: ... (plain or async).",
+            )
+        schema = Schema.of(input)
+        try:
+            schema.check()
+        except SchemaError as exc:
+            raise NoeticConfigError(
+                "INVALID_TOOL_SCHEMA",
+                f"tool {name!r}: input is not a valid JSON Schema: {exc}",
+                hint="Give input a pydantic model or a JSON Schema dict with type 'object'.",
+            ) from exc
+        self.name = name
+        self.description = description
+        self.input = schema
+        self.execute = execute
+        self._with_ctx = takes_ctx(execute)
+
+    @cached_property
+    def definition(self) -> ToolDefinition:
+        """The definition sent to the model."""
+        return ToolDefinition(self.name, self.description, self.input.json_schema)
+
+    async def call(self, args: Any, ctx: Context) -> Any:
+        """Run the tool with already validated arguments."""
+        with ctx.abortable():
+            return await call_user(self.execute, self._with_ctx, args, ctx)
+
+    def __repr__(self) -> str:
+        return f"tool({self.name!r})"
+
+
+def tool(name: str, *, description: str, input: Any, execute: Callable[..., Any]) -> Tool:
+    """Declare a tool; see the module docstring."""
+    return Tool(name, description=description, input=input, execute=execute)
+
+
+def encode_output(value: Any) -> str:
+    """JSON-encode a tool result for a `function_call_output`."""
+    return json.dumps(to_jsonable(value), ensure_ascii=False, default=str)
+
+
+async def run_tool_call(
+    call: FunctionCallItem, tools: Mapping[str, Tool], ctx: Context
+) -> tuple[FunctionCallOutputItem, bool]:
+    """Run one model-requested call; returns the output item and whether it is an error."""
+    found = tools.get(call.name)
+    if found is None:
+        message = f"unknown tool {call.name!r}; available: {', '.join(sorted(tools)) or 'none'}"
+        return _error_output(call, message), True
+    try:
+        args = found.input.validate_json(call.arguments)
+    except SchemaError as exc:
+        return _error_output(call, f"invalid arguments for tool {call.name!r}: {exc}"), True
+    try:
+        result = await found.call(args, ctx)
+    except NoeticError as exc:
+        if exc.code == "cancelled":
+            raise
+        return _error_output(call, str(exc)), True
+    except Exception as exc:  # noqa: BLE001 - the model reads the error and may recover
+        return _error_output(call, f"tool {call.name!r} raised {type(exc).__name__}: {exc}"), True
+    return FunctionCallOutputItem(call_id=call.call_id, output=encode_output(result)), False
+
+
+def _error_output(call: FunctionCallItem, message: str) -> FunctionCallOutputItem:
+    return FunctionCallOutputItem(call_id=call.call_id, output=json.dumps({"error": message}))
+
+
+class InvokeTool(Step):
+    """Calls a tool directly: arguments are the input merged with `args` (args win)."""
+
+    kind = "invoke_tool"
+    atomic = True
+    __slots__ = ("args", "tool")
+
+    def __init__(
+        self,
+        id: str,
+        tool: Tool,
+        args: Mapping[str, Any] | None = None,
+        *,
+        custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+        emit_items: Any = None,
+    ):
+        if not isinstance(tool, Tool):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"invoke_tool {id!r}: tool must come from noetic.tool(...), got {type(tool).__name__}",
+                hint="Declare the tool with nt.tool(name, description=..., input=..., execute=...).",
+            )
+        super().__init__(id, custom_items=custom_items, emit_items=emit_items)
+        self.tool = tool
+        self.args = dict(args) if args is not None else None
+
+    async def run(self, input: Any, ctx: Context) -> Any:
+        raw = to_jsonable(input)
+        if self.args is not None:
+            raw = {**raw, **self.args} if isinstance(raw, Mapping) else dict(self.args)
+        try:
+            args = self.tool.input.validate(raw)
+        except SchemaError as exc:
+            raise NoeticError(
+                "step_failed",
+                f"invoke_tool {self.id!r}: invalid arguments for tool {self.tool.name!r}: {exc}",
+                cause=exc,
+                step_id=self.id,
+                retries_exhausted=False,
+            ) from None
+        return await self.tool.call(args, ctx)
+
+
+def invoke_tool(
+    id: str,
+    tool: Tool,
+    args: Mapping[str, Any] | None = None,
+    *,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+) -> InvokeTool:
+    """A step that calls `tool` with the step input merged with `args`."""
+    return InvokeTool(id, tool, args, custom_items=custom_items, emit_items=emit_items)

@@ -1,0 +1,1 @@
+"""Filesystem adapters for Noetic backed by fsspec."""

@@ -1,0 +1,1 @@
+"""The scratchpad context layer for Noetic."""

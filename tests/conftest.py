@@ -1,0 +1,11 @@
+"""Shared test setup: every async test runs on asyncio and on trio."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Run each `@pytest.mark.anyio` test on both anyio backends."""
+    return str(request.param)
