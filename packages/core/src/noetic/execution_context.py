@@ -94,7 +94,11 @@ class Abortable:
         ctx = self._ctx
         ctx._scopes.discard(scope)
         swallowed = scope.__exit__(exc_type, exc, tb)
-        if scope.cancelled_caught and ctx._aborted:
+        if ctx._aborted and (
+            scope.cancelled_caught or (exc_type is not None and issubclass(exc_type, anyio.get_cancelled_exc_class()))
+        ):
+            # Nested abortables of one context are cancelled together; the innermost one turns
+            # the cancellation into `cancelled` so the code around it (a `recv`, say) sees it.
             raise cancelled(ctx._abort_reason) from None
         return bool(swallowed)
 

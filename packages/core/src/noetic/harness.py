@@ -274,7 +274,7 @@ class AgentHarness:
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
+    ) -> None:
         tg = self._tg
         assert tg is not None
         try:
@@ -284,12 +284,14 @@ class AgentHarness:
                 for session in self._sessions.values():
                     if session.current is not None:
                         session.current.abort("the harness is shutting down")
+                tg.cancel_scope.cancel()
             await self.wait_background()
         finally:
             with anyio.CancelScope(shield=True):
                 await self._close_adapters()
             self._tg = None
-        return await tg.__aexit__(exc_type, exc, tb)
+            # The body's own exception propagates unwrapped; only worker failures surface here.
+            await tg.__aexit__(None, None, None)
 
     async def _wait_sessions_idle(self) -> None:
         for session in list(self._sessions.values()):

@@ -214,7 +214,7 @@ def plugin_report(pm: NoeticPluginManager) -> list[PluginInfo]:
     registries = pm.registries  # fills contributions
     del registries
     infos: list[PluginInfo] = []
-    names = {name for name, _ in pm.list_name_plugin()} | set(pm.load_errors)
+    names = {name for name, plugin in pm.list_name_plugin() if plugin is not None} | set(pm.load_errors)
     for name in sorted(names, key=lambda n: (n != BUILTIN_PLUGIN, n)):
         plugin = pm.get_plugin(name)
         dist, version = pm.distributions.get(name, (None, None))

@@ -159,6 +159,8 @@ async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = No
         ) from exc
     finally:
         _frame.reset(token)
+    if ctx._aborted:  # aborted while it ran: the result is not this step's output
+        raise cancelled(ctx._abort_reason)
     emit("step_completed", {"step_id": step.id, "kind": step.kind, "path": path})
     if ledger is not None:
         ledger.record(path, step, output, ctx)

@@ -1,0 +1,80 @@
+"""The offline demo: an agent calls a tool, then answers, with its items streaming live.
+
+Runs on the embedded defaults — the scripted model from `noetic.testing` and the in-memory
+filesystem — so it needs no network and no API key: `make demo`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+from pydantic import BaseModel
+
+import noetic as nt
+from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem
+from noetic.testing import ScriptedModel, text_reply, tool_call_reply
+
+
+class Note(BaseModel):
+    """Arguments of the `save_note` tool."""
+
+    path: str
+    text: str
+
+
+async def save_note(note: Note, ctx: nt.Context) -> dict[str, object]:
+    """Write a note into the harness filesystem (in memory here) and report its size."""
+    await ctx.fs.write_text(note.path, note.text)
+    return {"saved": note.path, "bytes": len(note.text.encode())}
+
+
+save = nt.tool("save_note", description="Save a note to a file.", input=Note, execute=save_note)
+
+model = ScriptedModel(
+    [
+        tool_call_reply("save_note", {"path": "notes/todo.md", "text": "- ship noetic"},
+                        usage={"input_tokens": 120, "output_tokens": 18}, cost=0.00042),
+        text_reply("I saved your to-do list to notes/todo.md.",
+                   usage={"input_tokens": 160, "output_tokens": 12, "cached_tokens": 96}, cost=0.00031),
+    ],
+    delta_size=6,
+)
+agent = nt.call_model("assistant", instructions="Save what the user asks you to remember.", tools=[save])
+
+
+def show(item: object) -> None:
+    """Print one streamed item snapshot."""
+    if isinstance(item, MessageItem) and not item.is_complete:
+        sys.stdout.write(f"\r  {item.role} is typing: {item.text}")
+        sys.stdout.flush()
+    elif isinstance(item, MessageItem):
+        print(f"\r  {item.role}: {item.text}" + " " * 20)
+    elif isinstance(item, FunctionCallItem):
+        print(f"  tool call: {item.name}({item.arguments})")
+    elif isinstance(item, FunctionCallOutputItem):
+        print(f"  tool result: {item.output}")
+
+
+async def main() -> None:
+    """Run one turn while printing the item stream."""
+    async with nt.AgentHarness("demo", agent_graph=agent, model=model) as harness:
+        print("streaming items:")
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                async for item in harness.get_item_stream():
+                    show(item)
+
+            tg.start_soon(watch)
+            await anyio.wait_all_tasks_blocked()
+            response = await harness.run("Remember: ship noetic.")
+        saved = await harness.fs.read_text("notes/todo.md")
+    print(f"\nanswer: {response.text}")
+    print(f"file notes/todo.md: {saved!r}")
+    print(f"tokens in/out: {response.usage.input_tokens}/{response.usage.output_tokens}, "
+          f"cached: {response.usage.cached_tokens}; cost ${response.cost:.5f}, billed ${response.billed_cost:.5f}")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
