@@ -1,0 +1,13 @@
+"""`MemoryFs` passes the filesystem conformance suite (DESIGN.md §4), on asyncio and trio."""
+
+from __future__ import annotations
+
+import pytest
+from noetic.fs.memory import MemoryFs
+from noetic.testing.fs_conformance import FsConformance
+
+
+class TestMemoryFs(FsConformance):
+    @pytest.fixture
+    def fs(self) -> MemoryFs:
+        return MemoryFs()
