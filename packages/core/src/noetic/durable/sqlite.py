@@ -1,0 +1,244 @@
+"""`SqliteCheckpointStore`: the embedded default, on the standard library's `sqlite3`.
+
+Settings follow what keeps SQLite stores from losing or locking data: WAL journaling with
+`synchronous=FULL` (a commit survives a crash of the process and of the machine), a busy
+timeout, `BEGIN IMMEDIATE` for every write (the write lock is taken up front, so two writers
+queue instead of failing mid-transaction), and a rollback on any error. Each store has one
+connection, used by one thread at a time under a lock, from `anyio.to_thread` so the event
+loop never blocks on disk.
+
+Each row stores the JSON text and its CRC-32; a row whose text no longer matches its checksum,
+or a database file SQLite reports as damaged, raises `CHECKPOINT_CORRUPT`. The table layout is
+versioned through `PRAGMA user_version`. Claims lock a byte of the sidecar file
+`{path}-claims` (see `noetic.durable.claims`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+
+from noetic.durable.claims import ClaimTable, FileClaimTable, HeldClaim
+from noetic.durable.store import corrupt
+from noetic.errors import NoeticConfigError, NoeticError
+
+__all__ = ["SqliteCheckpointStore", "sqlite_store_from_url"]
+
+T = TypeVar("T")
+
+#: The table layout this code reads and writes (`PRAGMA user_version`).
+LAYOUT_VERSION = 1
+#: Keys per `IN (...)` query, under SQLite's bound-parameter limit.
+_CHUNK = 500
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS noetic_rows ("
+    " key TEXT PRIMARY KEY, value TEXT NOT NULL, crc INTEGER NOT NULL) WITHOUT ROWID"
+)
+#: Primary result codes SQLite uses for a damaged file.
+_CORRUPTION = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
+
+
+class SqliteCheckpointStore:
+    """A `CheckpointStore` in one SQLite file (`":memory:"` for a private in-memory database)."""
+
+    def __init__(self, path: str, *, busy_timeout: float = 10.0):
+        if not path:
+            raise NoeticConfigError(
+                "UNKNOWN_CHECKPOINT_STORE",
+                "a SQLite checkpoint store needs a file path",
+                hint="Write storage='sqlite:///run.db' (relative) or 'sqlite:////abs/path/run.db'.",
+            )
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._claims = ClaimTable() if path == ":memory:" else FileClaimTable.for_path(f"{path}-claims")
+
+    # --- the connection (always used under `_lock`, inside a worker thread) -----------------
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = self._conn
+        if conn is None:
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = FULL")
+                self._prepare(conn)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        if version == LAYOUT_VERSION:
+            return
+        if version > LAYOUT_VERSION:
+            raise NoeticConfigError(
+                "CHECKPOINT_SCHEMA_MISMATCH",
+                f"checkpoint database {self.path!r} has table layout {version}; this version of "
+                f"Noetic reads layout {LAYOUT_VERSION}",
+                hint="Upgrade noetic-core, or point storage= at a new database file.",
+            )
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                try:
+                    return fn(self._connection())
+                except sqlite3.Error as exc:
+                    raise self._failure(exc) from exc
+
+        return await anyio.to_thread.run_sync(locked)
+
+    def _failure(self, exc: sqlite3.Error) -> NoeticError:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code in _CORRUPTION:
+            return corrupt(self.path, f"SQLite reports {_CORRUPTION[code]} ({exc})")
+        return NoeticError(
+            "CHECKPOINT_STORE_FAILED",
+            f"the SQLite checkpoint store {self.path!r} failed: {exc}",
+            path=self.path,
+        )
+
+    # --- the contract -----------------------------------------------------------------------
+
+    async def get(self, key: str) -> str | None:
+        """The document at `key`, or None."""
+        found = await self.get_many([key])
+        return found.get(key)
+
+    async def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        """The documents at `keys` that exist; a row failing its checksum is `CHECKPOINT_CORRUPT`."""
+        wanted = list(dict.fromkeys(keys))
+
+        def read(conn: sqlite3.Connection) -> dict[str, str]:
+            found: dict[str, str] = {}
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for key, value, crc in conn.execute(
+                    f"SELECT key, value, crc FROM noetic_rows WHERE key IN ({marks})", chunk
+                ):
+                    if not isinstance(value, str) or zlib.crc32(value.encode()) != crc:
+                        raise corrupt(key, "its text does not match its checksum")
+                    found[key] = value
+            return found
+
+        return await self._call(read)
+
+    async def set(self, key: str, value: str) -> None:
+        """Write one document."""
+        await self.write({key: value})
+
+    async def delete(self, key: str) -> None:
+        """Remove one document."""
+        await self.write({}, [key])
+
+    async def list_prefix(self, prefix: str) -> list[str]:
+        """Every key starting with `prefix`, ascending (a range scan on the primary key)."""
+
+        def scan(conn: sqlite3.Connection) -> list[str]:
+            if not prefix:
+                rows = conn.execute("SELECT key FROM noetic_rows ORDER BY key")
+            else:
+                upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+                rows = conn.execute(
+                    "SELECT key FROM noetic_rows WHERE key >= ? AND key < ? ORDER BY key", (prefix, upper)
+                )
+            return [key for (key,) in rows]
+
+        return await self._call(scan)
+
+    async def write(self, sets: Mapping[str, str], deletes: Sequence[str] = ()) -> None:
+        """Apply `sets` and `deletes` in one `BEGIN IMMEDIATE` transaction (rolled back on error)."""
+        rows = [(key, value, zlib.crc32(value.encode())) for key, value in sets.items()]
+        gone = [(key,) for key in deletes]
+
+        def transact(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT INTO noetic_rows (key, value, crc) VALUES (?, ?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value, crc = excluded.crc",
+                    rows,
+                )
+                conn.executemany("DELETE FROM noetic_rows WHERE key = ?", gone)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+        await self._call(transact)
+
+    async def claim(self, execution_id: str) -> HeldClaim:
+        """Claim an execution across processes sharing this file, or raise `EXECUTION_LOCKED`."""
+        return await self._claims.claim(execution_id)
+
+    async def aclose(self) -> None:
+        """Close the connection (WAL content is checkpointed into the database file)."""
+
+        def close() -> None:
+            with self._lock:
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await anyio.to_thread.run_sync(close)
+
+    def __repr__(self) -> str:
+        return f"SqliteCheckpointStore({self.path!r})"
+
+
+def sqlite_store_from_url(url: str) -> SqliteCheckpointStore:
+    """The `sqlite://` factory: `sqlite:///relative.db`, `sqlite:////abs/path.db`,
+    `sqlite:///:memory:`; `?busy_timeout=seconds` sets the busy timeout."""
+    parts = urlsplit(url)
+    path = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if parts.netloc or not path:
+        raise NoeticConfigError(
+            "UNKNOWN_CHECKPOINT_STORE",
+            f"storage URL {url!r} does not name a SQLite file",
+            hint="Write sqlite:///run.db for a path relative to the working directory, or "
+            "sqlite:////var/lib/agent/run.db for an absolute one.",
+        )
+    options = parse_qs(parts.query)
+    unknown = set(options) - {"busy_timeout"}
+    if unknown:
+        raise NoeticConfigError(
+            "UNKNOWN_CHECKPOINT_STORE",
+            f"storage URL {url!r} has unknown options {sorted(unknown)}",
+            hint="The only option is ?busy_timeout=<seconds>.",
+        )
+    if "busy_timeout" in options:
+        try:
+            timeout = float(options["busy_timeout"][-1])
+        except ValueError:
+            timeout = -1.0
+        if not timeout > 0:
+            raise NoeticConfigError(
+                "UNKNOWN_CHECKPOINT_STORE",
+                f"storage URL {url!r}: busy_timeout must be a positive number of seconds",
+                hint="Write for example sqlite:///run.db?busy_timeout=10.",
+            )
+        return SqliteCheckpointStore(path, busy_timeout=timeout)
+    return SqliteCheckpointStore(path)

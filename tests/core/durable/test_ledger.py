@@ -1,0 +1,61 @@
+"""The step ledger's bookkeeping as a property: sharding, sequence order and retention (RS-10..RS-12)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import noetic as nt
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from noetic.durable import MemoryCheckpointStore, StepLedger, StepLedgerRetention
+from noetic.durable.ledger import load_ledger
+from noetic.items import ItemLog
+
+records = st.lists(
+    st.tuples(st.sampled_from(["/a#0", "/a#0/b#0", "/c#0", "/c#1"]), st.integers(0, 99)), max_size=30
+)
+
+
+def fake_ctx() -> Any:
+    """The counters `record` reads from a context."""
+    return SimpleNamespace(
+        _cost=Decimal(0), _in=0, _out=0, _cached=None, last_step_meta=None, item_log=ItemLog()
+    )
+
+
+async def record_all(
+    store: MemoryCheckpointStore, max_entries: float, history: list[tuple[str, int]]
+) -> None:
+    """Record `history` across two attempts (a crash halfway), as the interpreter would."""
+    half = len(history) // 2
+    retention = StepLedgerRetention(max_entries=max_entries)
+    for chunk, recovered in ((history[:half], None), (history[half:], True)):
+        window = await load_ledger(store, "e") if recovered else None
+        ledger = StepLedger("e", retention=retention, recovered=window)
+        for path, value in chunk:
+            ctx = fake_ctx()
+            step = nt.run_code(path.rsplit("/", 1)[-1].split("#")[0], lambda x: x)
+            write = ledger.record(path, step, value, ctx, ledger.mark(ctx))
+            assert write is not None
+            await store.write(write.sets, write.deletes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(history=records, max_entries=st.sampled_from([1, 2, 3, 7, 1000]))
+def test_rs_10_11_12_a_reloaded_ledger_keeps_the_newest_window_and_the_latest_entry_per_path(
+    history: list[tuple[str, int]], max_entries: int
+) -> None:
+    store = MemoryCheckpointStore()
+    anyio.run(record_all, store, max_entries, history)
+    window = anyio.run(load_ledger, store, "e")
+    kept = history[max(0, len(history) - max_entries) :]
+    expected: dict[str, int] = {}
+    for path, value in kept:  # later entries at a path win
+        expected[path] = value
+    assert {path: entry.output for path, entry in window.entries.items()} == expected
+    assert window.next_seq == len(history)  # never reuses a live sequence number
+    assert window.oldest_seq == (max(0, len(history) - max_entries) if history else 0)
+    assert len(anyio.run(store.list_prefix, "execution:e:ledger:")) == len(kept)

@@ -1,0 +1,185 @@
+"""The `CheckpointStore` contract on both embedded stores, and the SQLite store's own guarantees."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import noetic as nt
+import pytest
+from noetic.durable import CheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
+from noetic.durable.memory import memory_store_from_url
+from noetic.durable.sqlite import sqlite_store_from_url
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CheckpointStore]:
+    opened: CheckpointStore = (
+        MemoryCheckpointStore()
+        if request.param == "memory"
+        else SqliteCheckpointStore(str(tmp_path / "s.db"))
+    )
+    assert isinstance(opened, CheckpointStore)
+    yield opened
+    await opened.aclose()
+
+
+async def test_documents_round_trip_and_list_in_key_order(store: CheckpointStore) -> None:
+    assert await store.get("a") is None
+    await store.set("execution:1:ledger:00000002", '{"n":2}')
+    await store.set("execution:1:ledger:00000001", '{"n":1}')
+    await store.set("execution:10:snapshot", "{}")
+    await store.set("execution:1:snapshot", '"x"')
+    assert await store.get("execution:1:snapshot") == '"x"'
+    assert await store.list_prefix("execution:1:") == [
+        "execution:1:ledger:00000001",
+        "execution:1:ledger:00000002",
+        "execution:1:snapshot",
+    ]
+    assert await store.get_many(["execution:1:ledger:00000002", "missing"]) == {
+        "execution:1:ledger:00000002": '{"n":2}'
+    }
+    await store.delete("execution:1:snapshot")
+    await store.delete("never-there")
+    assert await store.get("execution:1:snapshot") is None
+    assert len(await store.list_prefix("")) == 3
+
+
+async def test_a_batch_sets_and_deletes_together(store: CheckpointStore) -> None:
+    await store.write({"a": "1", "b": "2"})
+    await store.write({"c": "3", "a": "10"}, ["b"])
+    assert await store.get_many(["a", "b", "c"]) == {"a": "10", "c": "3"}
+
+
+async def test_get_many_reads_past_the_bound_parameter_limit(store: CheckpointStore) -> None:
+    await store.write({f"k{i:05d}": str(i) for i in range(1200)})
+    found = await store.get_many([f"k{i:05d}" for i in range(1200)])
+    assert len(found) == 1200
+    assert found["k01199"] == "1199"
+
+
+async def test_claims_are_exclusive_until_released(store: CheckpointStore) -> None:
+    claim = await store.claim("e")
+    other = await store.claim("f")
+    with pytest.raises(nt.NoeticError) as err:
+        await store.claim("e")
+    assert err.value.code == "EXECUTION_LOCKED"
+    assert err.value.execution_id == "e"
+    await claim.release()
+    await claim.release()  # idempotent
+    again = await store.claim("e")
+    await again.release()
+    await other.release()
+
+
+# --- SQLite -----------------------------------------------------------------------------------
+
+
+async def test_sqlite_uses_wal_full_sync_and_a_versioned_layout(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(str(tmp_path / "s.db"))
+    await store.set("k", "{}")
+    assert store._conn is not None
+    assert store._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    assert store._conn.execute("PRAGMA user_version").fetchone() == (1,)
+    await store.aclose()
+
+
+async def test_sqlite_a_failed_write_rolls_back_and_leaves_no_lock_behind(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.db")
+    store = SqliteCheckpointStore(path, busy_timeout=0.05)
+    await store.set("k", '"before"')
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the write lock
+    with pytest.raises(nt.NoeticError) as err:
+        await store.write({"k": '"during"', "j": "1"})
+    assert err.value.code == "CHECKPOINT_STORE_FAILED"
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    assert await store.get_many(["k", "j"]) == {"k": '"before"'}
+    await store.write({"k": '"after"'})  # the failed write stranded nothing
+    assert await store.get("k") == '"after"'
+    await store.aclose()
+
+
+async def test_sqlite_a_row_failing_its_checksum_is_corrupt(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.db")
+    store = SqliteCheckpointStore(path)
+    await store.set("execution:e:snapshot", '{"a":1}')
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("UPDATE noetic_rows SET value = '{\"a\":2}'")
+    raw.close()
+    with pytest.raises(nt.NoeticError) as err:
+        await store.get("execution:e:snapshot")
+    assert err.value.code == "CHECKPOINT_CORRUPT"
+    assert "execution:e:snapshot" in err.value.message
+    await store.aclose()
+
+
+async def test_sqlite_a_newer_layout_is_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.db")
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("PRAGMA user_version = 7")
+    raw.close()
+    store = SqliteCheckpointStore(path)
+    with pytest.raises(nt.NoeticConfigError) as err:
+        await store.get("k")
+    assert err.value.code == "CHECKPOINT_SCHEMA_MISMATCH"
+    await store.aclose()
+
+
+async def test_sqlite_stores_on_one_file_share_claims(tmp_path: Path) -> None:
+    first = SqliteCheckpointStore(str(tmp_path / "s.db"))
+    second = SqliteCheckpointStore(str(tmp_path / "." / "s.db"))
+    claim = await first.claim("e")
+    with pytest.raises(nt.NoeticError) as err:
+        await second.claim("e")
+    assert err.value.code == "EXECUTION_LOCKED"
+    await claim.release()
+    await (await second.claim("e")).release()
+    await first.aclose()
+    await second.aclose()
+
+
+@pytest.mark.parametrize(
+    ("url", "path", "timeout"),
+    [
+        ("sqlite:///run.db", "run.db", 10.0),
+        ("sqlite:////var/lib/agent/run.db", "/var/lib/agent/run.db", 10.0),
+        ("sqlite:///:memory:", ":memory:", 10.0),
+        ("sqlite:///run.db?busy_timeout=2.5", "run.db", 2.5),
+    ],
+)
+def test_sqlite_urls(url: str, path: str, timeout: float) -> None:
+    store = sqlite_store_from_url(url)
+    assert (store.path, store.busy_timeout) == (path, timeout)
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite://", "sqlite://host/run.db", "sqlite:///run.db?mode=ro", "sqlite:///r.db?busy_timeout=0"]
+)
+def test_bad_sqlite_urls(url: str) -> None:
+    with pytest.raises(nt.NoeticConfigError) as err:
+        sqlite_store_from_url(url)
+    assert err.value.code == "UNKNOWN_CHECKPOINT_STORE"
+
+
+def test_memory_urls() -> None:
+    assert isinstance(memory_store_from_url("memory://"), MemoryCheckpointStore)
+    with pytest.raises(nt.NoeticConfigError):
+        memory_store_from_url("memory://somewhere")
+
+
+async def test_harness_storage_urls_resolve_through_the_registry(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    async with nt.AgentHarness("t", agent_graph=nt.run_code("a", lambda x: x), storage=url) as h:
+        resp = await h.run("hi")
+        store: Any = h._checkpoint_store()
+        assert isinstance(store, SqliteCheckpointStore)
+    assert store._conn is None  # the harness closed the store it opened
+    async with nt.AgentHarness("t", agent_graph=nt.run_code("a", lambda x: x), storage=url) as h:
+        assert (await h.resume(resp.execution_id)).output == "hi"
