@@ -1,0 +1,191 @@
+"""Resource limits of workflow documents and their expressions (reliability §3.3, §3.4).
+
+Documents may come from planners or users, so everything about them is bounded:
+
+- before parsing: the size in bytes and the JSON nesting depth (Python's `json` recurses, so a
+  10,000-deep document is rejected by a linear scan before it is parsed);
+- after parsing: the node count (across every hydrated sub-workflow), the structural depth
+  (the TypeScript Noetic's `maxDepth`, default 5: leaves count 0, each enclosing node 1), the
+  length of each expression, and how deeply named sub-workflows nest;
+- at run time: how many paths one dynamic `inParallel` may fan out to, and for each
+  expression evaluation the time, evaluation depth, range size, string size and the size of its
+  input and output (`ExpressionLimits`).
+
+Static breaches are `WORKFLOW_VALIDATION_FAILED` problems naming the path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from noetic.workflows.document import Node, iter_expressions, iter_nodes, node_children
+from noetic.workflows.problems import ROOT, Problem
+
+__all__ = [
+    "ExpressionLimits",
+    "WorkflowLimits",
+    "check_node_limits",
+    "check_source_limits",
+    "check_value_depth",
+    "structural_depth",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ExpressionLimits:
+    """Bounds of one JSONata evaluation.
+
+    `max_nesting` bounds the bracket nesting of the source (checked when it is compiled, so the
+    parser never recurses deeply); `timeout_ms` and `max_depth` are checked each time an
+    evaluation step starts or ends; `max_range` caps `[a..b]`, `max_string` the result of `&`
+    and `$pad`, and `max_value_bytes` the JSON size of the input an expression reads and of the
+    value it returns.
+    """
+
+    max_nesting: int = 64
+    timeout_ms: int = 500
+    max_depth: int = 300
+    max_range: int = 100_000
+    max_string: int = 1_000_000
+    max_value_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowLimits:
+    """Bounds of a workflow document; pass `nt.workflow(limits=WorkflowLimits(max_depth=8))`."""
+
+    max_bytes: int = 1_000_000
+    max_json_depth: int = 64
+    max_nodes: int = 1_000
+    max_depth: int = 5
+    max_expression_length: int = 4_096
+    max_subflow_depth: int = 8
+    max_fan_out: int = 100
+    expressions: ExpressionLimits = field(default_factory=ExpressionLimits)
+
+
+def _text_depth(text: str) -> int:
+    """The deepest bracket nesting of JSON text, ignoring brackets inside strings."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_source_limits(text: str, size: int, limits: WorkflowLimits) -> list[Problem]:
+    """Problems of document text before it is parsed: its size and nesting depth."""
+    if size > limits.max_bytes:
+        return [
+            Problem(
+                ROOT,
+                "WORKFLOW_VALIDATION_FAILED",
+                f"the document is {size} bytes, over the limit of {limits.max_bytes}",
+            )
+        ]
+    depth = _text_depth(text)
+    if depth > limits.max_json_depth:
+        return [
+            Problem(
+                ROOT,
+                "WORKFLOW_VALIDATION_FAILED",
+                f"the document nests {depth} levels deep, over the limit of {limits.max_json_depth}",
+            )
+        ]
+    return []
+
+
+def _value_depth(value: Any, stop_after: int) -> int:
+    """The nesting depth of a Python JSON value, without recursion (stops early when deep)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children: Iterator[Any] = iter(current.values())
+        elif isinstance(current, list | tuple):
+            children = iter(current)
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > stop_after:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def check_value_depth(value: Any, limits: WorkflowLimits) -> list[Problem]:
+    """Problems of an already-parsed document value: its nesting depth."""
+    depth = _value_depth(value, limits.max_json_depth)
+    if depth > limits.max_json_depth:
+        return [
+            Problem(
+                ROOT,
+                "WORKFLOW_VALIDATION_FAILED",
+                f"the document nests more than {limits.max_json_depth} levels deep",
+            )
+        ]
+    return []
+
+
+def structural_depth(node: Node, path: str) -> tuple[int, str]:
+    """The TypeScript Noetic's `workflowDepth` of `node` and the path of its deepest leaf."""
+    children = list(node_children(node, path))
+    if not children:
+        return 0, path
+    depth, leaf = max(
+        (structural_depth(child, child_path) for child_path, child in children), key=lambda pair: pair[0]
+    )
+    return depth + 1, leaf
+
+
+def check_node_limits(root: Node, path: str, limits: WorkflowLimits) -> tuple[list[Problem], int]:
+    """Problems of one document's node tree (depth, node count, expression length) and its
+    node count."""
+    problems: list[Problem] = []
+    count = 0
+    for node_path, node in iter_nodes(root, path):
+        count += 1
+        for expr_path, source in iter_expressions(node, node_path):
+            if len(source) > limits.max_expression_length:
+                problems.append(
+                    Problem(
+                        expr_path,
+                        "WORKFLOW_VALIDATION_FAILED",
+                        f"the expression is {len(source)} characters long, over the limit of "
+                        f"{limits.max_expression_length}",
+                    )
+                )
+    if count > limits.max_nodes:
+        problems.append(
+            Problem(
+                path,
+                "WORKFLOW_VALIDATION_FAILED",
+                f"the document has {count} nodes, over the limit of {limits.max_nodes}",
+            )
+        )
+    depth, leaf = structural_depth(root, path)
+    if depth > limits.max_depth:
+        problems.append(
+            Problem(
+                leaf,
+                "WORKFLOW_VALIDATION_FAILED",
+                f"this node is nested {depth} levels deep, over the maximum depth of {limits.max_depth}",
+            )
+        )
+    return problems, count

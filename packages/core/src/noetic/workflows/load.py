@@ -1,0 +1,144 @@
+"""Loading a workflow document from a dict, JSON text or a file, with every problem reported.
+
+`parse_document(source)` returns the validated `WorkflowDocument` (or None) and the list of
+problems found: size and nesting limits first (before `json` ever recurses), then JSON syntax,
+then the document model. Schema problems carry the JSON path of the offending value; a node
+kind this runtime cannot run (`runCode`, `schedule`, `acp-agent`) is `UNSUPPORTED_NODE_KIND`,
+any other unknown kind `UNKNOWN_NODE_KIND` / `UNKNOWN_UNTIL_PREDICATE`.
+`load_document(source)` raises them all as one `NoeticConfigError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from noetic.workflows.document import NODE_KINDS, UNSUPPORTED_KINDS, UNTIL_KINDS, WorkflowDocument
+from noetic.workflows.limits import WorkflowLimits, check_source_limits, check_value_depth
+from noetic.workflows.problems import ROOT, Problem, child_path, index_path, raise_problems
+
+__all__ = ["DocumentSource", "load_document", "parse_document"]
+
+#: What a document may be given as: the model, a dict, JSON text, or a path to a JSON file.
+DocumentSource: TypeAlias = "WorkflowDocument | Mapping[str, Any] | str | bytes | os.PathLike[str]"
+
+
+def _read(source: Any, limits: WorkflowLimits) -> tuple[str | None, list[Problem]]:
+    """The JSON text of a text, bytes or path source."""
+    if isinstance(source, str) and source.lstrip().startswith("{"):
+        data = source.encode()
+    elif isinstance(source, bytes):
+        data = source
+    else:
+        path = Path(source)
+        try:
+            with path.open("rb") as file:
+                data = file.read(limits.max_bytes + 1)
+        except OSError as exc:
+            return None, [
+                Problem(ROOT, "INVALID_WORKFLOW_SOURCE", f"cannot read {str(path)!r}: {exc.strerror}")
+            ]
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return None, [Problem(ROOT, "WORKFLOW_VALIDATION_FAILED", f"the document is not UTF-8 text: {exc}")]
+    problems = check_source_limits(text, len(data), limits)
+    return (None if problems else text), problems
+
+
+def _located(loc: tuple[int | str, ...], error_type: str, data: Any) -> str:
+    """The JSON path of a pydantic error location, skipping the union tags pydantic inserts."""
+    path, current = ROOT, data
+    for position, part in enumerate(loc):
+        last = position == len(loc) - 1
+        if isinstance(current, Mapping) and isinstance(part, str) and part in current:
+            path, current = child_path(path, part), current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            path, current = index_path(path, part), current[part]
+        elif last and error_type == "missing" and isinstance(part, str):
+            path = child_path(path, part)
+    return path
+
+
+def _problem(error: ErrorDetails, data: Any) -> Problem:
+    path = _located(error["loc"], error["type"], data)
+    if error["type"] == "union_tag_invalid":
+        ctx = error.get("ctx") or {}
+        tag = str(ctx.get("tag"))
+        if tag in UNSUPPORTED_KINDS:
+            return Problem(
+                path, "UNSUPPORTED_NODE_KIND", f"node kind {tag!r} is not supported: {UNSUPPORTED_KINDS[tag]}"
+            )
+        if "maxSteps" in str(ctx.get("expected_tags")):
+            return Problem(
+                path,
+                "UNKNOWN_UNTIL_PREDICATE",
+                f"unknown until kind {tag!r}; use one of {', '.join(UNTIL_KINDS)}",
+            )
+        return Problem(
+            path, "UNKNOWN_NODE_KIND", f"unknown node kind {tag!r}; use one of {', '.join(NODE_KINDS)}"
+        )
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "unknown key (check its spelling; document keys are camelCase)"
+    return Problem(path, "WORKFLOW_VALIDATION_FAILED", message)
+
+
+def _merged(problems: list[Problem]) -> list[Problem]:
+    """One problem per path and code (a union's alternatives are joined with "or")."""
+    merged: dict[tuple[str, str], list[str]] = {}
+    for p in problems:
+        messages = merged.setdefault((p.path, p.code), [])
+        if p.message not in messages:
+            messages.append(p.message)
+    return [Problem(path, code, " or ".join(messages)) for (path, code), messages in merged.items()]
+
+
+def parse_document(
+    source: DocumentSource, limits: WorkflowLimits | None = None
+) -> tuple[WorkflowDocument | None, list[Problem]]:
+    """The validated document (None when it has problems) and every problem found."""
+    limits = limits or WorkflowLimits()
+    if isinstance(source, WorkflowDocument):
+        return source, []
+    if isinstance(source, Mapping):
+        data: Any = source
+        problems = check_value_depth(data, limits)
+    else:
+        text, problems = _read(source, limits)
+        if text is None:
+            return None, problems
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return None, [
+                Problem(
+                    ROOT,
+                    "WORKFLOW_VALIDATION_FAILED",
+                    f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                )
+            ]
+    if problems:
+        return None, problems
+    if not isinstance(data, Mapping):
+        return None, [Problem(ROOT, "WORKFLOW_VALIDATION_FAILED", "a workflow document is a JSON object")]
+    try:
+        return WorkflowDocument.model_validate(data), []
+    except ValidationError as exc:
+        return None, _merged([_problem(e, data) for e in exc.errors(include_url=False)])
+
+
+def load_document(
+    source: DocumentSource, limits: WorkflowLimits | None = None, *, what: str = "the workflow document"
+) -> WorkflowDocument:
+    """The validated document; every problem is raised together as one `NoeticConfigError`."""
+    document, problems = parse_document(source, limits)
+    raise_problems(problems, what=what)
+    assert document is not None
+    return document
