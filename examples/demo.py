@@ -9,11 +9,10 @@ from __future__ import annotations
 import sys
 
 import anyio
-from pydantic import BaseModel
-
 import noetic as nt
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
+from pydantic import BaseModel
 
 
 class Note(BaseModel):
@@ -33,10 +32,17 @@ save = nt.tool("save_note", description="Save a note to a file.", input=Note, ex
 
 model = ScriptedModel(
     [
-        tool_call_reply("save_note", {"path": "notes/todo.md", "text": "- ship noetic"},
-                        usage={"input_tokens": 120, "output_tokens": 18}, cost=0.00042),
-        text_reply("I saved your to-do list to notes/todo.md.",
-                   usage={"input_tokens": 160, "output_tokens": 12, "cached_tokens": 96}, cost=0.00031),
+        tool_call_reply(
+            "save_note",
+            {"path": "notes/todo.md", "text": "- ship noetic"},
+            usage={"input_tokens": 120, "output_tokens": 18},
+            cost=0.00042,
+        ),
+        text_reply(
+            "I saved your to-do list to notes/todo.md.",
+            usage={"input_tokens": 160, "output_tokens": 12, "cached_tokens": 96},
+            cost=0.00031,
+        ),
     ],
     delta_size=6,
 )
@@ -72,8 +78,10 @@ async def main() -> None:
         saved = await harness.fs.read_text("notes/todo.md")
     print(f"\nanswer: {response.text}")
     print(f"file notes/todo.md: {saved!r}")
-    print(f"tokens in/out: {response.usage.input_tokens}/{response.usage.output_tokens}, "
-          f"cached: {response.usage.cached_tokens}; cost ${response.cost:.5f}, billed ${response.billed_cost:.5f}")
+    print(
+        f"tokens in/out: {response.usage.input_tokens}/{response.usage.output_tokens}, "
+        f"cached: {response.usage.cached_tokens}; cost ${response.cost:.5f}, billed ${response.billed_cost:.5f}"
+    )
 
 
 if __name__ == "__main__":

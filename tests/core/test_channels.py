@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import noetic as nt
 import pytest
 from pydantic import BaseModel
-
-import noetic as nt
 
 pytestmark = pytest.mark.anyio
 
@@ -176,7 +175,9 @@ async def test_ch_1_values_are_validated_against_the_channel_schema() -> None:
         approved: bool
 
     c = nt.channel("approvals", schema=Approval)
-    j = nt.channel("json", schema={"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}})
+    j = nt.channel(
+        "json", schema={"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}
+    )
     async with make_harness() as h:
         ctx = h.create_context()
         await ctx.send(c, {"approved": True})

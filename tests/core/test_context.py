@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import pytest
-
 import noetic as nt
+import pytest
 from noetic.testing import ScriptedModel, text_reply
 
 pytestmark = pytest.mark.anyio
@@ -227,7 +226,9 @@ async def test_tu_6_held_cost_is_zero_without_cut_off_calls_and_on_children() ->
 
 
 async def test_tu_7_spawn_child_spend_and_tokens_roll_up_into_the_parent() -> None:
-    model = ScriptedModel([text_reply("child answer", cost=0.05, usage={"input_tokens": 7, "output_tokens": 3})])
+    model = ScriptedModel(
+        [text_reply("child answer", cost=0.05, usage={"input_tokens": 7, "output_tokens": 3})]
+    )
     seen: dict[str, Any] = {}
 
     def after(value: Any, ctx: nt.Context) -> Any:
@@ -254,7 +255,9 @@ async def test_tu_2_cache_fields_keep_none_versus_zero() -> None:
         metas.append((ctx.last_step_meta.usage, ctx.tokens.cached))  # type: ignore[union-attr]
         return value
 
-    graph = nt.sequence("s", [nt.call_model("a"), nt.run_code("k1", keep), nt.call_model("b"), nt.run_code("k2", keep)])
+    graph = nt.sequence(
+        "s", [nt.call_model("a"), nt.run_code("k1", keep), nt.call_model("b"), nt.run_code("k2", keep)]
+    )
     await run_graph(graph, "go", model=model)
     (first, first_total), (second, second_total) = metas
     assert first.cached_tokens is None and first.cache_write_tokens is None and first_total is None

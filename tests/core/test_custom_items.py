@@ -6,12 +6,11 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
-import pytest
-from pydantic import BaseModel
-
 import noetic as nt
+import pytest
 from noetic.custom_items import CustomItem
 from noetic.items import ExtensionItem, MessageItem
+from pydantic import BaseModel
 
 pytestmark = pytest.mark.anyio
 
@@ -25,12 +24,14 @@ class Progress(BaseModel):
     of: int
 
 
-progress = nt.custom_item("myapp:progress", description="How far a batch job has got.",
-                          event=ProgressEvent, output=Progress)
+progress = nt.custom_item(
+    "myapp:progress", description="How far a batch job has got.", event=ProgressEvent, output=Progress
+)
 
 
-async def run_collecting(graph: nt.Step, input: Any = "", **harness: Any) -> tuple[nt.HarnessResponse, list[Any],
-                                                                                  list[nt.StreamEvent]]:
+async def run_collecting(
+    graph: nt.Step, input: Any = "", **harness: Any
+) -> tuple[nt.HarnessResponse, list[Any], list[nt.StreamEvent]]:
     """Run one turn, collecting the item stream and the full stream."""
     items: list[Any] = []
     events: list[nt.StreamEvent] = []
@@ -58,8 +59,12 @@ def crawl_step() -> nt.Step:
             yield {"done": i + 1}
         yield nt.Return(len(urls))
 
-    return nt.run_code("crawl", crawl, custom_items={"progress": progress},
-                       emit_items={"item": "progress", "on_done": lambda pages: {"done": pages, "of": pages}})
+    return nt.run_code(
+        "crawl",
+        crawl,
+        custom_items={"progress": progress},
+        emit_items={"item": "progress", "on_done": lambda pages: {"done": pages, "of": pages}},
+    )
 
 
 def test_ci_1_type_must_be_prefix_colon_name() -> None:
@@ -89,8 +94,9 @@ async def test_ci_5_seed_crawl_streams_three_events_and_one_final_item_sharing_o
     assert len({s.id for s in snapshots}) == 1
     logged = [i for i in response.items if isinstance(i, CustomItem)]
     assert len(logged) == 1 and logged[0].id == final.id
-    assert ExtensionItem.model_validate(logged[0].model_dump()).model_dump(mode="json", exclude_none=True) == {
-        "id": final.id, "status": "completed", "type": "myapp:progress", "data": {}, "done": 3, "of": 3}
+    assert ExtensionItem.model_validate(logged[0].model_dump()).model_dump(
+        mode="json", exclude_none=True
+    ) == {"id": final.id, "status": "completed", "type": "myapp:progress", "data": {}, "done": 3, "of": 3}
     custom_events = [e for e in events if nt.is_custom_item_event(e, progress)]
     assert [e.data.event.done for e in custom_events] == [1, 2, 3]
     assert all(e.type == "jobs:custom_item_event" and e.data.id == final.id for e in custom_events)
@@ -108,8 +114,12 @@ async def test_ci_4_hooks_of_every_shape_and_sync_generator_bodies() -> None:
         yield {"done": 1}
         return len(urls)
 
-    step = nt.run_code("b", body, custom_items={"progress": progress},
-                       emit_items={"item": "progress", "on_start": start, "on_done": done})
+    step = nt.run_code(
+        "b",
+        body,
+        custom_items={"progress": progress},
+        emit_items={"item": "progress", "on_start": start, "on_done": done},
+    )
     response, items, _ = await run_collecting(step, ["x", "y"])
     snaps = [i for i in items if nt.is_custom_item(i, progress)]
     assert [s.event.done for s in snaps if not s.is_complete] == [0, 1, 2]  # type: ignore[union-attr]
@@ -128,8 +138,9 @@ def bad_event_body(urls: list[str]) -> Iterator[dict[str, str]]:
     ],
 )
 async def test_ci_6_a_mismatching_event_or_final_fails_the_step(body: Any, on_done: Any, field: str) -> None:
-    step = nt.run_code("bad", body, custom_items={"progress": progress},
-                       emit_items={"item": "progress", "on_done": on_done})
+    step = nt.run_code(
+        "bad", body, custom_items={"progress": progress}, emit_items={"item": "progress", "on_done": on_done}
+    )
     async with nt.AgentHarness("h", agent_graph=step) as h:
         with pytest.raises(nt.NoeticError) as err:
             await h.run(["u"])
@@ -138,18 +149,30 @@ async def test_ci_6_a_mismatching_event_or_final_fails_the_step(body: Any, on_do
 
 
 async def test_ci_6_json_schema_declarations_validate_too() -> None:
-    decl = nt.custom_item("app:hit", event={"type": "object", "required": ["url"]},
-                          output={"type": "object", "required": ["count"], "properties": {"count": {"type": "integer"}}})
+    decl = nt.custom_item(
+        "app:hit",
+        event={"type": "object", "required": ["url"]},
+        output={"type": "object", "required": ["count"], "properties": {"count": {"type": "integer"}}},
+    )
 
     def body(_: Any) -> Iterator[dict[str, Any]]:
         yield {"url": "https://example.org"}
         return 1
 
-    ok = nt.run_code("ok", body, custom_items={"hit": decl}, emit_items={"item": "hit", "on_done": lambda n: {"count": n}})
+    ok = nt.run_code(
+        "ok", body, custom_items={"hit": decl}, emit_items={"item": "hit", "on_done": lambda n: {"count": n}}
+    )
     response, items, _ = await run_collecting(ok)
-    assert [i.event for i in items if nt.is_custom_item(i, decl) and not i.is_complete] == [{"url": "https://example.org"}]
+    assert [i.event for i in items if nt.is_custom_item(i, decl) and not i.is_complete] == [
+        {"url": "https://example.org"}
+    ]
     assert [i.count for i in response.items if isinstance(i, CustomItem)] == [1]  # type: ignore[attr-defined]
-    bad = nt.run_code("bad", body, custom_items={"hit": decl}, emit_items={"item": "hit", "on_done": lambda n: {"count": "1"}})
+    bad = nt.run_code(
+        "bad",
+        body,
+        custom_items={"hit": decl},
+        emit_items={"item": "hit", "on_done": lambda n: {"count": "1"}},
+    )
     async with nt.AgentHarness("h", agent_graph=bad) as h:
         with pytest.raises(nt.NoeticError) as err:
             await h.run("")
@@ -168,9 +191,16 @@ async def test_ci_7_a_dispatch_without_final_fields_is_stream_only() -> None:
 
 
 async def test_ci_7_at_most_one_final_item_per_dispatch() -> None:
-    step = nt.run_code("s", lambda _: 1, custom_items={"progress": progress},
-                       emit_items={"item": "progress", "on_start": lambda _: {"done": 0, "of": 1},
-                                   "on_done": lambda _: {"done": 1, "of": 1}})
+    step = nt.run_code(
+        "s",
+        lambda _: 1,
+        custom_items={"progress": progress},
+        emit_items={
+            "item": "progress",
+            "on_start": lambda _: {"done": 0, "of": 1},
+            "on_done": lambda _: {"done": 1, "of": 1},
+        },
+    )
     async with nt.AgentHarness("h", agent_graph=step) as h:
         with pytest.raises(nt.NoeticError) as err:
             await h.run("")
@@ -181,16 +211,24 @@ async def test_ci_8_emit_items_true_emits_the_output_itself() -> None:
     as_message = nt.run_code("m", lambda _: "hi", emit_items=True)
     response, _, _ = await run_collecting(as_message)
     assert [(i.role, i.text) for i in response.items if isinstance(i, MessageItem)] == [("assistant", "hi")]
-    as_item = nt.run_code("i", lambda _: {"type": "myapp:progress", "done": 1, "of": 1},
-                          custom_items={"progress": progress}, emit_items=True)
+    as_item = nt.run_code(
+        "i",
+        lambda _: {"type": "myapp:progress", "done": 1, "of": 1},
+        custom_items={"progress": progress},
+        emit_items=True,
+    )
     response, _, _ = await run_collecting(as_item)
     finals = [i for i in response.items if nt.is_custom_item(i, progress)]
     assert len(finals) == 1 and finals[0].output == Progress(done=1, of=1)
 
 
 async def test_ci_10_each_loop_iteration_is_its_own_dispatch() -> None:
-    body = nt.run_code("tick", lambda n: n - 1, custom_items={"progress": progress},
-                       emit_items={"item": "progress", "on_done": lambda n: {"done": 3 - n, "of": 3}})
+    body = nt.run_code(
+        "tick",
+        lambda n: n - 1,
+        custom_items={"progress": progress},
+        emit_items={"item": "progress", "on_done": lambda n: {"done": 3 - n, "of": 3}},
+    )
     graph = nt.loop("drain", body, until=nt.until.output_equals(0))
     response, _, _ = await run_collecting(graph, 3)
     finals = [i for i in response.items if nt.is_custom_item(i, progress)]
@@ -209,7 +247,9 @@ async def test_ci_13_is_custom_item_keys_on_the_declaration_not_the_type() -> No
 
 
 async def test_ci_4_unknown_item_names_fail_and_registered_items_resolve() -> None:
-    step = nt.run_code("s", lambda _: 1, emit_items={"item": "nope", "on_done": lambda _: {"done": 1, "of": 1}})
+    step = nt.run_code(
+        "s", lambda _: 1, emit_items={"item": "nope", "on_done": lambda _: {"done": 1, "of": 1}}
+    )
     async with nt.AgentHarness("h", agent_graph=step) as h:
         with pytest.raises(nt.NoeticConfigError) as err:
             await h.run("")
@@ -222,7 +262,9 @@ async def test_ci_4_unknown_item_names_fail_and_registered_items_resolve() -> No
 
     from noetic.plugins import make_plugin_manager
 
-    registered = nt.run_code("s", lambda _: 1, emit_items={"item": "progress", "on_done": lambda _: {"done": 1, "of": 1}})
+    registered = nt.run_code(
+        "s", lambda _: 1, emit_items={"item": "progress", "on_done": lambda _: {"done": 1, "of": 1}}
+    )
     pm = make_plugin_manager(load_entry_points=False, plugins=[Items()])
     async with nt.AgentHarness("h", agent_graph=registered, plugins=pm) as h:
         response = await h.run("")

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import pytest
-
 import noetic as nt
+import pytest
 from noetic.custom_items import CustomItem
 from noetic.items import MessageItem, user_message
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
@@ -149,9 +148,15 @@ async def test_ha_6_full_stream_carries_turn_step_model_and_tool_events() -> Non
             await h.run("q")
     types = [e.type for e in events if e.source == "framework"]
     assert types[0] == "agent:turn_started" and types[-1] == "agent:turn_completed"
-    for expected in ("agent:step_started", "agent:step_completed", "agent:model_call_started",
-                     "agent:model_call_completed", "agent:tool_call_started", "agent:tool_call_completed",
-                     "agent:item_appended"):
+    for expected in (
+        "agent:step_started",
+        "agent:step_completed",
+        "agent:model_call_started",
+        "agent:model_call_completed",
+        "agent:tool_call_started",
+        "agent:tool_call_completed",
+        "agent:item_appended",
+    ):
         assert expected in types
     deltas = [e for e in events if e.source == "sdk"]
     assert deltas and all(e.type == "response.output_text.delta" for e in deltas)
@@ -234,9 +239,15 @@ async def test_an_exception_in_the_body_propagates_unwrapped_and_aborts_turns() 
 
 
 async def test_custom_item_final_items_are_in_the_response() -> None:
-    progress = nt.custom_item("myapp:progress", output={"type": "object", "properties": {"n": {"type": "integer"}}})
-    graph = nt.run_code("p", lambda v: 3, custom_items={"progress": progress},
-                        emit_items={"item": "progress", "on_done": lambda out: {"n": out}})
+    progress = nt.custom_item(
+        "myapp:progress", output={"type": "object", "properties": {"n": {"type": "integer"}}}
+    )
+    graph = nt.run_code(
+        "p",
+        lambda v: 3,
+        custom_items={"progress": progress},
+        emit_items={"item": "progress", "on_done": lambda out: {"n": out}},
+    )
     async with nt.AgentHarness("h", agent_graph=graph) as h:
         resp = await h.run("x")
     finals = [i for i in resp.items if isinstance(i, CustomItem)]

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import noetic as nt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-import noetic as nt
 from noetic.items import (
     ExtensionItem,
     FunctionCallItem,
@@ -42,14 +41,30 @@ json_values = st.recursive(
     max_leaves=8,
 )
 items = st.one_of(
-    st.builds(MessageItem, id=ids, status=status, role=st.sampled_from(["user", "assistant", "system", "developer"]),
-              content=st.lists(parts, max_size=3)),
+    st.builds(
+        MessageItem,
+        id=ids,
+        status=status,
+        role=st.sampled_from(["user", "assistant", "system", "developer"]),
+        content=st.lists(parts, max_size=3),
+    ),
     st.builds(FunctionCallItem, id=ids, status=status, call_id=ids, name=ids, arguments=text),
     st.builds(FunctionCallOutputItem, id=ids, status=status, call_id=ids, output=text),
-    st.builds(ReasoningItem, id=ids, status=status, content=st.lists(parts, max_size=2),
-              summary=st.none() | st.lists(parts, max_size=2), encrypted_content=st.none() | text),
-    st.builds(ExtensionItem, id=ids, status=status, type=st.tuples(ids, ids).map(":".join),
-              data=st.dictionaries(st.text(max_size=5), json_values, max_size=3)),
+    st.builds(
+        ReasoningItem,
+        id=ids,
+        status=status,
+        content=st.lists(parts, max_size=2),
+        summary=st.none() | st.lists(parts, max_size=2),
+        encrypted_content=st.none() | text,
+    ),
+    st.builds(
+        ExtensionItem,
+        id=ids,
+        status=status,
+        type=st.tuples(ids, ids).map(":".join),
+        data=st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+    ),
 )
 
 
@@ -62,10 +77,23 @@ def test_il_2_every_item_variant_round_trips_through_the_wire_shape(item: Any) -
 
 def test_il_2_wire_shape_is_snake_case_with_a_type_discriminator() -> None:
     call = FunctionCallItem(id="fc_1", call_id="c1", name="f", arguments="{}")
-    assert dump_item(call) == {"id": "fc_1", "status": "completed", "type": "function_call", "call_id": "c1",
-                               "name": "f", "arguments": "{}"}
-    reasoning = parse_item({"type": "reasoning", "id": "rs_1", "content": [], "encrypted_content": "opaque",
-                            "summary": [{"type": "summary_text", "text": "thought"}]})
+    assert dump_item(call) == {
+        "id": "fc_1",
+        "status": "completed",
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "f",
+        "arguments": "{}",
+    }
+    reasoning = parse_item(
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "content": [],
+            "encrypted_content": "opaque",
+            "summary": [{"type": "summary_text", "text": "thought"}],
+        }
+    )
     assert isinstance(reasoning, ReasoningItem) and reasoning.encrypted_content == "opaque"
     assert dump_item(reasoning)["summary"] == [{"type": "summary_text", "text": "thought"}]
 
@@ -108,8 +136,9 @@ def test_il_7_quiet_append_dedupes_by_id() -> None:
 
 def test_tu_2_round_usage_cache_fields_keep_none_and_zero_apart() -> None:
     absent = RoundUsage.model_validate({"input_tokens": 3, "output_tokens": 1})
-    zero = RoundUsage.model_validate({"input_tokens": 3, "output_tokens": 1, "cached_tokens": 0,
-                                      "cache_write_tokens": 0})
+    zero = RoundUsage.model_validate(
+        {"input_tokens": 3, "output_tokens": 1, "cached_tokens": 0, "cache_write_tokens": 0}
+    )
     assert absent.cached_tokens is None and absent.cache_write_tokens is None
     assert zero.cached_tokens == 0 and zero.cache_write_tokens == 0
     assert RoundUsage.model_validate_json(absent.model_dump_json()).cached_tokens is None
@@ -117,9 +146,17 @@ def test_tu_2_round_usage_cache_fields_keep_none_and_zero_apart() -> None:
 
 
 def test_tu_3_step_meta_and_layer_usage_shapes() -> None:
-    meta = StepMeta(usage=RoundUsage(), cost=0.1, billed_cost=0.0,
-                    decision={"model_id": "m", "source": "native", "refused": ["q1"]})  # type: ignore[arg-type]
+    meta = StepMeta(
+        usage=RoundUsage(),
+        cost=0.1,
+        billed_cost=0.0,
+        decision={"model_id": "m", "source": "native", "refused": ["q1"]},
+    )  # type: ignore[arg-type]
     assert meta.decision is not None and meta.decision.refused == ("q1",)
-    usage = LastLayerUsage(execution_id="e", model_id="m",
-                           layers=(LayerUsageEntry(layer_id="a", token_count=3),), total_used_tokens=3)
+    usage = LastLayerUsage(
+        execution_id="e",
+        model_id="m",
+        layers=(LayerUsageEntry(layer_id="a", token_count=3),),
+        total_used_tokens=3,
+    )
     assert usage.epoch is None and usage.layers[0].served == "fresh"

@@ -6,9 +6,8 @@ import math
 from typing import Any
 
 import anyio
-import pytest
-
 import noetic as nt
+import pytest
 from noetic.testing import ScriptedModel, text_reply
 
 pytestmark = pytest.mark.anyio
@@ -38,8 +37,9 @@ async def test_lc_1_all_failure_aborts_the_slow_sibling_and_raises_fork_partial(
         await anyio.sleep(0.02)  # let `ok` finish first, whatever order the backend starts tasks in
         raise ValueError("boom")
 
-    graph = nt.in_parallel("p", [nt.run_code("ok", lambda i: "ok"), nt.run_code("bad", bad),
-                                 nt.run_code("slow", slow)])
+    graph = nt.in_parallel(
+        "p", [nt.run_code("ok", lambda i: "ok"), nt.run_code("bad", bad), nt.run_code("slow", slow)]
+    )
     with anyio.fail_after(5), pytest.raises(nt.NoeticError) as err:
         await run_graph(graph)
     assert err.value.code == "fork_partial"
@@ -92,8 +92,13 @@ async def test_lc_3_race_first_success_wins_losers_are_cancelled_and_winner_stat
     def read_state(value: Any, ctx: nt.Context) -> Any:
         return (value, ctx.state)
 
-    graph = nt.sequence("s", [nt.in_parallel("r", [nt.run_code("slow", slow), nt.run_code("fast", fast)],
-                                             mode="race"), nt.run_code("state", read_state)])
+    graph = nt.sequence(
+        "s",
+        [
+            nt.in_parallel("r", [nt.run_code("slow", slow), nt.run_code("fast", fast)], mode="race"),
+            nt.run_code("state", read_state),
+        ],
+    )
     async with nt.AgentHarness("t", agent_graph=graph) as h:
         with anyio.fail_after(5):
             resp = await h.run("", state={"by": None})
@@ -109,7 +114,9 @@ async def test_lc_3_race_where_every_path_fails_raises_fork_partial() -> None:
 
 
 async def test_lc_4_settle_never_raises_and_reports_every_path() -> None:
-    graph = nt.in_parallel("s", [nt.run_code("a", fail("x")), nt.run_code("b", lambda i: "ok")], mode="settle")
+    graph = nt.in_parallel(
+        "s", [nt.run_code("a", fail("x")), nt.run_code("b", lambda i: "ok")], mode="settle"
+    )
     results = (await run_graph(graph)).output
     assert [(r.step_id, r.status) for r in results] == [("a", "rejected"), ("b", "fulfilled")]
     assert results[1].value == "ok" and results[0].error.code == "step_failed"
@@ -149,8 +156,9 @@ async def test_sp_1_spawn_child_starts_with_an_empty_log_and_cloned_state() -> N
     def parent_state(value: Any, ctx: nt.Context) -> Any:
         return (value, ctx.state, len(ctx.item_log))
 
-    graph = nt.sequence("s", [nt.call_model("m"), nt.spawn("sp", nt.run_code("c", child)),
-                              nt.run_code("p", parent_state)])
+    graph = nt.sequence(
+        "s", [nt.call_model("m"), nt.spawn("sp", nt.run_code("c", child)), nt.run_code("p", parent_state)]
+    )
     async with nt.AgentHarness("t", agent_graph=graph, model=ScriptedModel([text_reply("hi")])) as h:
         resp = await h.run("hello", state={"child": False})
     assert resp.output == ((0, 1), {"child": False}, 2)
@@ -176,7 +184,9 @@ async def test_lp_1_loop_pipes_body_and_prepare_next_builds_the_next_input() -> 
         seen.append(verdict.stop)
         return output * 10
 
-    graph = nt.loop("l", [nt.run_code("inc", lambda i: i + 1)], until=nt.until.max_steps(3), prepare_next=prepare)
+    graph = nt.loop(
+        "l", [nt.run_code("inc", lambda i: i + 1)], until=nt.until.max_steps(3), prepare_next=prepare
+    )
     assert (await run_graph(graph, 0)).output == 111
     assert seen == [False, False]
 
@@ -225,8 +235,14 @@ async def test_lp_3_on_error_retry_and_skip() -> None:
 
 async def test_lp_4_predicates_and_combinators() -> None:
     def snap(**kw: Any) -> nt.LoopSnapshot:
-        base: dict[str, Any] = {"step_count": 1, "tokens": None, "elapsed": 0.0, "cost": 0.0,
-                                "last_output": "x", "last_text": "x"}
+        base: dict[str, Any] = {
+            "step_count": 1,
+            "tokens": None,
+            "elapsed": 0.0,
+            "cost": 0.0,
+            "last_output": "x",
+            "last_text": "x",
+        }
         return nt.LoopSnapshot(**{**base, **kw})
 
     from noetic.predicates import evaluate
@@ -260,7 +276,9 @@ async def test_lp_4_no_tool_calls_stops_a_react_loop() -> None:
 
 
 async def test_loop_accepts_infinite_max_iterations_and_rejects_bad_ones() -> None:
-    graph = nt.loop("l", nt.run_code("i", lambda i: i + 1), until=nt.until.max_steps(2), max_iterations=math.inf)
+    graph = nt.loop(
+        "l", nt.run_code("i", lambda i: i + 1), until=nt.until.max_steps(2), max_iterations=math.inf
+    )
     assert (await run_graph(graph, 0)).output == 2
     with pytest.raises(nt.NoeticConfigError):
         nt.loop("l", nt.run_code("i", lambda i: i), until=nt.until.never(), max_iterations=0)

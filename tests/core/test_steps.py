@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
-import pytest
-from pydantic import BaseModel
-
+import anyio.lowlevel
 import noetic as nt
+import pytest
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
+from pydantic import BaseModel
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,7 @@ async def run_graph(graph: nt.Step, input: Any = "", **harness: Any) -> nt.Harne
 
 async def test_run_code_accepts_plain_async_generator_and_async_generator_bodies() -> None:
     async def async_body(x: int, ctx: nt.Context) -> int:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         return x * 2
 
     def gen_body(x: int) -> Iterator[int]:
@@ -110,8 +110,16 @@ async def test_call_model_tool_loop_three_rounds_with_two_concurrent_calls_in_on
     assert resp.text == "Paris and Rome are 20 degrees at 12:00."
     assert len(model.calls) == 3 and overlap == [True, True]
     kinds = [type(i).__name__ for i in resp.items]
-    assert kinds == ["MessageItem", "FunctionCallItem", "FunctionCallItem", "FunctionCallOutputItem",
-                     "FunctionCallOutputItem", "FunctionCallItem", "FunctionCallOutputItem", "MessageItem"]
+    assert kinds == [
+        "MessageItem",
+        "FunctionCallItem",
+        "FunctionCallItem",
+        "FunctionCallOutputItem",
+        "FunctionCallOutputItem",
+        "FunctionCallItem",
+        "FunctionCallOutputItem",
+        "MessageItem",
+    ]
     calls = [i for i in resp.items if isinstance(i, FunctionCallItem)]
     outputs = [i for i in resp.items if isinstance(i, FunctionCallOutputItem)]
     assert [o.call_id for o in outputs] == [c.call_id for c in calls]
@@ -128,8 +136,12 @@ async def test_call_model_bad_arguments_unknown_tool_and_raising_tool_become_err
     tools = [nt.tool("weather", description="w", input=Weather, execute=explode)]
     model = ScriptedModel(
         [
-            [tool_call_reply("weather", {"town": "x"}), tool_call_reply("nope", {}),
-             tool_call_reply("weather", '{"city": '), tool_call_reply("weather", {"city": "Oslo"})],
+            [
+                tool_call_reply("weather", {"town": "x"}),
+                tool_call_reply("nope", {}),
+                tool_call_reply("weather", '{"city": '),
+                tool_call_reply("weather", {"city": "Oslo"}),
+            ],
             text_reply("sorry"),
         ]
     )
@@ -160,11 +172,18 @@ async def test_il_6_call_model_appends_input_and_response_items_and_sets_step_me
         metas.append(ctx.last_step_meta)
         return value
 
-    model = ScriptedModel([text_reply("hello there", usage={"input_tokens": 5, "output_tokens": 2}, cost=0.001)])
-    resp = await run_graph(nt.sequence("s", [nt.call_model("m", instructions="Be kind."), nt.run_code("k", keep)]),
-                           "hi", model=model)
+    model = ScriptedModel(
+        [text_reply("hello there", usage={"input_tokens": 5, "output_tokens": 2}, cost=0.001)]
+    )
+    resp = await run_graph(
+        nt.sequence("s", [nt.call_model("m", instructions="Be kind."), nt.run_code("k", keep)]),
+        "hi",
+        model=model,
+    )
     assert [(i.role, i.text) for i in resp.items if isinstance(i, MessageItem)] == [
-        ("user", "hi"), ("assistant", "hello there")]
+        ("user", "hi"),
+        ("assistant", "hello there"),
+    ]
     meta = metas[0]
     assert meta.step_id == "m" and meta.tool_calls == () and meta.cost == pytest.approx(0.001)
     assert meta.usage.input_tokens == 5 and len(meta.response_items) == 1  # produced items only
@@ -188,8 +207,11 @@ async def test_invoke_tool_merges_input_with_args_and_validates() -> None:
     def greet(args: dict[str, Any], ctx: nt.Context) -> str:
         return f"{args['greeting']}, {args['name']}"
 
-    schema = {"type": "object", "required": ["greeting", "name"],
-              "properties": {"greeting": {"type": "string"}, "name": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "required": ["greeting", "name"],
+        "properties": {"greeting": {"type": "string"}, "name": {"type": "string"}},
+    }
     greet_tool = nt.tool("greet", description="Greet", input=schema, execute=greet)
     graph = nt.invoke_tool("g", greet_tool, {"greeting": "Hello"})
     assert (await run_graph(graph, {"name": "Ada"})).output == "Hello, Ada"

@@ -10,8 +10,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_demo_streams_a_tool_call_and_an_answer() -> None:
-    result = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py")], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo.py")], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert 'tool call: save_note({"path": "notes/todo.md"' in out
@@ -21,6 +22,11 @@ def test_demo_streams_a_tool_call_and_an_answer() -> None:
 
 
 def test_noetic_version() -> None:
-    result = subprocess.run([sys.executable, "-m", "noetic.cli", "--version"], capture_output=True, text=True,
-                            check=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "noetic.cli", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     assert result.stdout.startswith("noetic 0.1.0")

@@ -10,9 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import noetic as nt
+import pytest
 from noetic import hookspecs
 from noetic.plugins import NoeticPluginWarning, make_plugin_manager, plugin_report
 
@@ -32,7 +31,9 @@ def make_distribution(tmp: Path, name: str, version: str, module_source: str) ->
 
 def run_python(code: str, path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "PYTHONPATH": str(path), **env}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120
+    )
 
 
 def test_the_three_plugin_packages_are_discovered_and_register_their_names() -> None:
@@ -47,8 +48,13 @@ def test_the_three_plugin_packages_are_discovered_and_register_their_names() -> 
 
 
 def test_noetic_plugins_cli_lists_plugins_with_versions_hooks_and_registrations() -> None:
-    result = subprocess.run([sys.executable, "-m", "noetic.cli", "plugins", "--json"], capture_output=True,
-                            text=True, check=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "noetic.cli", "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     report = {p["name"]: p for p in json.loads(result.stdout)}
     assert report["adapters-openrouter"]["version"] == "0.1.0"
     assert report["adapters-openrouter"]["hooks"] == ["register_model_adapters"]
@@ -69,17 +75,27 @@ def test_a_broken_plugin_is_skipped_with_a_warning_naming_it_and_its_version(tmp
     """)
     result = run_python(code, path)
     assert result.returncode == 0, result.stderr
-    assert "noetic-broken-test" in result.stdout and "1.2.3" in result.stdout and "cannot start" in result.stdout
+    assert (
+        "noetic-broken-test" in result.stdout and "1.2.3" in result.stdout and "cannot start" in result.stdout
+    )
     assert result.stdout.strip().endswith("True")  # the host keeps working
-    cli = subprocess.run([sys.executable, "-m", "noetic.cli", "plugins"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(path)}, timeout=120)
+    cli = subprocess.run(
+        [sys.executable, "-m", "noetic.cli", "plugins"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(path)},
+        timeout=120,
+    )
     assert cli.returncode == 0 and "error: RuntimeError: cannot start" in cli.stdout
 
 
 def test_strict_mode_raises_for_a_broken_plugin(tmp_path: Path) -> None:
     path = make_distribution(tmp_path, "noetic-broken-test", "1.2.3", "raise RuntimeError('cannot start')\n")
-    result = run_python("from noetic.plugins import make_plugin_manager; make_plugin_manager()", path,
-                        NOETIC_STRICT_PLUGINS="1")
+    result = run_python(
+        "from noetic.plugins import make_plugin_manager; make_plugin_manager()",
+        path,
+        NOETIC_STRICT_PLUGINS="1",
+    )
     assert result.returncode != 0 and "PLUGIN_LOAD_FAILED" in result.stderr
 
 
@@ -157,5 +173,7 @@ def test_every_hook_spec_is_documented_in_its_docstring_and_the_plugin_guide() -
 
 def test_import_noetic_imports_no_plugin_httpx_or_fsspec() -> None:
     code = "import sys, noetic; print(sorted(m for m in sys.modules if m.split('.')[0] in {'httpx', 'fsspec', 'noetic_adapters_openrouter', 'noetic_fs_fsspec', 'noetic_layers_scratchpad', 'jsonschema', 'jsonata'}))"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert result.stdout.strip() == "[]"

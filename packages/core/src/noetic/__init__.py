@@ -28,6 +28,26 @@ from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import Context
 from noetic.harness import AgentHarness, HarnessConfig, HarnessResponse
 from noetic.hookspecs import hookimpl
+from noetic.layers import (
+    CLEAR,
+    CallResult,
+    ContextCacheConfig,
+    ContextLayer,
+    LayerContext,
+    LayerResult,
+    LayerSet,
+    LayerStateStore,
+    Projection,
+    RecallResult,
+    ReturnResult,
+    Slot,
+    SpawnResult,
+    allocate_budgets,
+    context,
+    layer_data,
+    layer_function,
+    with_context,
+)
 from noetic.predicates import LoopSnapshot, Verdict, all_, any_, until
 from noetic.steps.base import Step
 from noetic.steps.code import run_code
@@ -38,43 +58,63 @@ from noetic.steps.parallel import SettleResult, in_parallel
 from noetic.steps.spawn import spawn
 from noetic.streams import StreamEvent
 from noetic.tools import Tool, invoke_tool, tool
+from noetic.workflows import workflow
 
 __all__ = [
+    "CLEAR",
     "AgentHarness",
+    "CallResult",
     "Channel",
     "Context",
+    "ContextCacheConfig",
+    "ContextLayer",
     "CustomItem",
     "CustomItemDecl",
     "CustomItemEvent",
     "HarnessConfig",
     "HarnessResponse",
+    "LayerContext",
+    "LayerResult",
+    "LayerSet",
+    "LayerStateStore",
     "LoopSnapshot",
     "NoeticConfigError",
     "NoeticError",
+    "Projection",
+    "RecallResult",
     "Return",
+    "ReturnResult",
     "SettleResult",
+    "Slot",
+    "SpawnResult",
     "Step",
     "StreamEvent",
     "Tool",
     "Verdict",
     "__version__",
     "all_",
+    "allocate_budgets",
     "any_",
     "call_model",
     "channel",
     "conditional",
+    "context",
     "custom_item",
     "hookimpl",
     "in_parallel",
     "invoke_tool",
     "is_custom_item",
     "is_custom_item_event",
+    "layer_data",
+    "layer_function",
     "loop",
     "run_code",
     "sequence",
     "spawn",
     "tool",
     "until",
+    "with_context",
+    "workflow",
 ]
 
 

@@ -1,4 +1,6 @@
-"""The `noetic` command line: `noetic --version` and `noetic plugins`.
+"""The `noetic` command line: `noetic --version`, `noetic plugins`, and for workflow documents
+`noetic schema`, `noetic validate DOC` and `noetic run DOC`; `noetic context` shows how a model
+call spent its context window, per layer.
 
 Each subcommand lives in its own function taking the parsed arguments and returning an exit
 status; `main` only parses and dispatches.
@@ -33,6 +35,46 @@ def _plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schema(args: argparse.Namespace) -> int:
+    """Print the published JSON Schema of workflow documents."""
+    from noetic.workflows.commands import print_schema
+
+    return print_schema(sys.stdout)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """Check a workflow document and print every problem with its JSON path."""
+    from noetic.workflows.commands import validate_document
+
+    return validate_document(args.document, sys.stdout, sys.stderr)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run a workflow document, rendering its stream live and printing the final output."""
+    from noetic.workflows.commands import parse_input, run_document
+
+    return run_document(
+        args.document, input=parse_input(args.input), model=args.model, out=sys.stdout, err=sys.stderr
+    )
+
+
+def _context(args: argparse.Namespace) -> int:
+    """Show how a model call spent its context window, per layer (run a target or read a snapshot)."""
+    from noetic.layers.command import context_command
+
+    return context_command(
+        target=args.target,
+        snapshot=args.snapshot,
+        input=args.input or "",
+        model=args.model,
+        layers=[name for name in (args.layers or "").split(",") if name.strip()],
+        thread=args.thread,
+        as_json=args.json,
+        out=sys.stdout,
+        err=sys.stderr,
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="noetic", description="Noetic for Python.")
     parser.add_argument("--version", action="store_true", help="print the noetic-core version")
@@ -40,6 +82,29 @@ def _parser() -> argparse.ArgumentParser:
     plugins = commands.add_parser("plugins", help="list installed plugins and what they registered")
     plugins.add_argument("--json", action="store_true", help="print JSON")
     plugins.set_defaults(handler=_plugins)
+    schema = commands.add_parser("schema", help="print the JSON Schema of workflow documents")
+    schema.set_defaults(handler=_schema)
+    validate = commands.add_parser("validate", help="check a workflow document; print each problem's path")
+    validate.add_argument("document", help="path of the JSON workflow document")
+    validate.set_defaults(handler=_validate)
+    run = commands.add_parser("run", help="run a workflow document and show its progress live")
+    run.add_argument("document", help="path of the JSON workflow document")
+    run.add_argument("--input", help="the turn input: JSON (e.g. '{\"n\": 3}'), else plain text")
+    run.add_argument(
+        "--model", help="model id, e.g. 'openrouter:openai/gpt-4o-mini' (default: offline echo model)"
+    )
+    run.set_defaults(handler=_run)
+    context = commands.add_parser("context", help="show per-layer context usage of a run or a saved snapshot")
+    context.add_argument(
+        "target", nargs="?", help="workflow document path, or module:attr of a step or harness"
+    )
+    context.add_argument("--snapshot", help="read a saved LastLayerUsage (JSON) instead of running")
+    context.add_argument("--input", help="the turn input (default: empty)")
+    context.add_argument("--model", help="model id (default: the offline echo model)")
+    context.add_argument("--layers", help="registered layer names, comma separated (e.g. scratchpad)")
+    context.add_argument("--thread", help="thread id of the turn")
+    context.add_argument("--json", action="store_true", help="print the snapshot as JSON")
+    context.set_defaults(handler=_context)
     return parser
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from noetic.channels import Channel
     from noetic.fs.contract import FsAdapter
     from noetic.harness import AgentHarness
+    from noetic.layers.frame import LayerFrame
     from noetic.runtime import Execution
 
 __all__ = ["Context", "Span", "to_decimal"]
@@ -95,7 +96,8 @@ class Abortable:
         ctx._scopes.discard(scope)
         swallowed = scope.__exit__(exc_type, exc, tb)
         if ctx._aborted and (
-            scope.cancelled_caught or (exc_type is not None and issubclass(exc_type, anyio.get_cancelled_exc_class()))
+            scope.cancelled_caught
+            or (exc_type is not None and issubclass(exc_type, anyio.get_cancelled_exc_class()))
         ):
             # Nested abortables of one context are cancelled together; the innermost one turns
             # the cancellation into `cancelled` so the code around it (a `recv`, say) sees it.
@@ -120,6 +122,7 @@ class Context:
         "_exec",
         "_held",
         "_in",
+        "_layers",
         "_out",
         "_rolled_up",
         "_scopes",
@@ -168,6 +171,9 @@ class Context:
         self.item_log = item_log if item_log is not None else ItemLog()
         self.state = state
         self.context = _NO_LAYERS if parent is None else parent.context
+        #: The layer frame active on this context (`noetic.layers`); children share the parent's
+        #: until `spawn` / `in_parallel` give them their own.
+        self._layers: LayerFrame | None = None if parent is None else parent._layers
         self.thread_id = thread_id or (parent.thread_id if parent else execution.thread_id)
         self.resource_id = resource_id or (parent.resource_id if parent else execution.resource_id)
         self.span = Span(self.id)

@@ -27,6 +27,11 @@ from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import Context
 from noetic.ids import new_item_id
 from noetic.items import Item, ItemLog, is_item, user_message
+from noetic.layers.anchoring import AnchorStore, ContextCacheConfig
+from noetic.layers.budgets import Projection
+from noetic.layers.call import LayerMemory
+from noetic.layers.layer_set import LayerSet
+from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.model import ModelAdapter
 from noetic.runtime import Execution
 from noetic.steps.base import Step, execute, reset_frame
@@ -36,6 +41,10 @@ from noetic.tools import Tool
 from noetic.usage import LastLayerUsage, RoundUsage
 
 if TYPE_CHECKING:
+    from noetic.durable.items import Declarations
+    from noetic.durable.ledger import StepLedgerRetention
+    from noetic.durable.recorder import Restored
+    from noetic.durable.store import CheckpointStore
     from noetic.fs.contract import FsAdapter
     from noetic.plugins import NoeticPluginManager
     from noetic.registry import Registry
@@ -75,13 +84,21 @@ class HarnessResponse:
 class _Ticket:
     """One accepted input waiting for (or done with) its turn."""
 
-    __slots__ = ("done", "error", "execution_id", "input", "resource_id", "response", "state")
+    __slots__ = ("done", "error", "execution_id", "input", "resource_id", "response", "restored", "state")
 
-    def __init__(self, input: Any, execution_id: str | None, resource_id: str | None, state: Any):
+    def __init__(
+        self,
+        input: Any,
+        execution_id: str | None,
+        resource_id: str | None,
+        state: Any,
+        restored: Restored | None = None,
+    ):
         self.input = input
         self.execution_id = execution_id
         self.resource_id = resource_id
         self.state = state
+        self.restored = restored
         self.done = anyio.Event()
         self.response: HarnessResponse | None = None
         self.error: NoeticError | None = None
@@ -120,6 +137,8 @@ class AgentHarness:
     `model`, `fs`, `storage` and `layers` take instances or names/URLs resolved through the
     plugin registry (`plugins`: a plugin manager, or plugin objects to add to a default one).
     `channel_timeout` is the default wait of channel `recv` and parked `send` (seconds).
+    `context_cache` configures prompt-cache anchoring (a `ContextCacheConfig` or a dict such as
+    `{"enabled": False}`); `projection` is the token budget of model steps that set none.
     """
 
     def __init__(
@@ -136,6 +155,7 @@ class AgentHarness:
         step_ledger_retention: Any = None,
         emit_items_on_replay: bool = False,
         context_cache: Any = None,
+        projection: Projection | Mapping[str, Any] | None = None,
         plugins: NoeticPluginManager | Iterable[object] | None = None,
         channel_timeout: float = 30.0,
     ):
@@ -158,8 +178,19 @@ class AgentHarness:
         self.layers = tuple(layers)
         self.emit_items_on_replay = emit_items_on_replay
         self.context_cache = context_cache
+        #: The harness layers (validated now; registered names resolve on first use).
+        self.layer_set = LayerSet(layers)
+        #: Where layer state persists between executions (LY-14); any `LayerStateStore`.
+        self.layer_store: LayerStateStore = MemoryLayerStateStore()
+        #: Prompt-cache anchoring and eventual-recall memory, kept across turns.
+        self.layer_memory = LayerMemory(AnchorStore(ContextCacheConfig.of(context_cache)))
+        #: The projection policy of model steps that set none (BG-5).
+        self.projection = Projection.of(projection)
         self.storage = storage
         self.step_ledger_retention = step_ledger_retention
+        self._retention = _ledger_retention(storage, step_ledger_retention)
+        self._store: CheckpointStore | None = None
+        self._owns_store = False
         self._model_spec = model
         self._fs_spec = fs
         self._fs: FsAdapter | None = None
@@ -259,6 +290,32 @@ class AgentHarness:
     def _registered_custom_items(self) -> Registry[Any] | None:
         return self.plugin_manager.registries.custom_items
 
+    def _checkpoint_store(self) -> CheckpointStore | None:
+        """The checkpoint store of `storage=` (a URL is resolved on first use), or None."""
+        spec = self.storage
+        if self._store is None and spec is not None:
+            if isinstance(spec, str):
+                scheme = spec.partition("://")[0] if "://" in spec else ""
+                self._store = self.plugin_manager.registries.checkpoint_stores.resolve(scheme)(spec)
+                self._owns_store = True
+            else:
+                self._store = spec
+        return self._store
+
+    def _item_declarations(self) -> Declarations:
+        """Custom-item declarations by type, to rebuild restored final items (CI-14)."""
+        from noetic.durable.items import declarations_of
+
+        registered = []
+        for registration in self.plugin_manager.registries.custom_items:
+            try:
+                registered.append(registration.resolve())
+            except NoeticConfigError:
+                log.warning(
+                    "custom item %r cannot be imported; its restored items stay unbound", registration.name
+                )
+        return declarations_of(self.agent_graph, registered)
+
     # --- lifecycle --------------------------------------------------------------------------
 
     async def __aenter__(self) -> AgentHarness:
@@ -289,6 +346,9 @@ class AgentHarness:
         finally:
             with anyio.CancelScope(shield=True):
                 await self._close_adapters()
+                if self._owns_store and self._store is not None:
+                    await self._store.aclose()
+                    self._store = None
             self._tg = None
             # The body's own exception propagates unwrapped; only worker failures surface here.
             await tg.__aexit__(None, None, None)
@@ -355,7 +415,13 @@ class AgentHarness:
         return session
 
     def _enqueue(
-        self, input: Any, thread_id: str | None, execution_id: str | None, resource_id: str | None, state: Any
+        self,
+        input: Any,
+        thread_id: str | None,
+        execution_id: str | None,
+        resource_id: str | None,
+        state: Any,
+        restored: Restored | None = None,
     ) -> _Ticket:
         tg = self._require_started()
         if self.agent_graph is None:
@@ -365,7 +431,7 @@ class AgentHarness:
                 hint="Pass agent_graph= to the AgentHarness.",
             )
         session = self._session(thread_id)
-        ticket = _Ticket(input, execution_id, resource_id, state)
+        ticket = _Ticket(input, execution_id, resource_id, state, restored)
         session.queue.append(ticket)
         if not session.running:
             session.running = True
@@ -393,8 +459,14 @@ class AgentHarness:
         resource_id: str | None = None,
         state: Any = None,
     ) -> HarnessResponse:
-        """Run one turn and return its response (its error is raised)."""
-        ticket = self._enqueue(input, thread_id, execution_id, resource_id, state)
+        """Run one turn and return its response (its error is raised).
+
+        With `storage=`, the execution is checkpointed as it goes, under `execution_id` when
+        given (an id that already has a checkpoint raises `EXECUTION_EXISTS`).
+        """
+        return await self._outcome(self._enqueue(input, thread_id, execution_id, resource_id, state))
+
+    async def _outcome(self, ticket: _Ticket) -> HarnessResponse:
         await ticket.done.wait()
         if ticket.error is not None:
             raise ticket.error
@@ -404,7 +476,7 @@ class AgentHarness:
     async def _drain(self, session: _Session) -> None:
         try:
             while session.queue:
-                tickets, session.queue = session.queue, []
+                tickets, session.queue = _next_turn(session.queue)
                 await self._turn(session, tickets)
         finally:
             session.running = False
@@ -434,11 +506,16 @@ class AgentHarness:
 
     async def _turn(self, session: _Session, tickets: list[_Ticket]) -> None:
         first = tickets[0]
+        restored = first.restored
         turn_id = new_item_id("turn")
         run = Execution(
             self, session.stream, thread_id=session.thread_id, resource_id=first.resource_id, turn_id=turn_id
         )
-        ctx = Context(run, item_log=session.log, state=first.state, id=first.execution_id)
+        if restored is None:
+            ctx = Context(run, item_log=session.log, state=first.state, id=first.execution_id)
+        else:  # the snapshot's log is the thread's history as the execution saw it (RS-14)
+            ctx = restored.context(run)
+            session.log = ctx.item_log
         run.root = ctx
         session.log._listeners.clear()
         run.watch_log(ctx)
@@ -446,17 +523,22 @@ class AgentHarness:
         session.stream.start_turn()
         started = time.monotonic()
         run.emit("turn_started", {"turn_id": turn_id, "thread_id": session.thread_id, "execution_id": ctx.id})
-        first_item = len(session.log)
+        first_item = len(session.log) if restored is None else restored.snapshot.first_item
         reset_frame()
         output: Any = None
         error: NoeticError | None = None
         try:
-            graph_input = self._turn_input(tickets, ctx)
+            graph_input = self._turn_input(tickets, ctx) if restored is None else restored.snapshot.input
+            await self._make_durable(run, graph_input, first_item, restored)
+            await run.layers.start_root(ctx, self.layer_set)
             output = await execute(self.agent_graph, graph_input, ctx)  # type: ignore[arg-type]
         except NoeticError as exc:
             error = exc
         finally:
             session.current = None
+            if run.recorder is not None:
+                await run.recorder.close()
+        await run.layers.finish_root(error)
         if ctx.completed:
             output = ctx.completion_value
         response = self._response(ctx, output, first_item)
@@ -472,6 +554,21 @@ class AgentHarness:
         for ticket in tickets:
             ticket.response, ticket.error = response, error
             ticket.done.set()
+
+    async def _make_durable(
+        self, run: Execution, graph_input: Any, first_item: int, restored: Restored | None
+    ) -> None:
+        """Attach the ledger and recorder of a resumed or (with storage) a new execution."""
+        store = self._checkpoint_store()
+        if store is None:
+            return
+        assert self._retention is not None  # validated whenever storage= is set
+        if restored is not None:
+            await restored.attach(run, self._retention)
+        else:
+            from noetic.durable.recorder import begin
+
+            await begin(run, store, self._retention, input=graph_input, first_item=first_item)
 
     def _response(self, ctx: Context, output: Any, first_item: int) -> HarnessResponse:
         items = tuple(ctx.item_log.items)
@@ -537,6 +634,7 @@ class AgentHarness:
         run = Execution(self, session.stream, thread_id=session.thread_id, resource_id=resource_id)
         ctx = Context(run, item_log=ItemLog(items), state=state)
         run.root = ctx
+        run.layers.attach_root(ctx, self.layer_set)
         return ctx
 
     def abort(self, *, thread_id: str | None = None, reason: str | None = None) -> None:
@@ -546,16 +644,44 @@ class AgentHarness:
             current.abort(reason)
 
     async def cancel(self, ctx: Context, reason: str | None = None) -> None:
-        """Abort `ctx` and its children, then run layer teardown once (CTX-14)."""
-        ctx.abort(reason)
+        """Abort `ctx` and its children, then run their layers' `on_complete(outcome="aborted")`
+        and `dispose`, children before parents, once (CTX-14). `ctx.abort()` alone runs neither."""
+        await ctx._exec.layers.cancel(ctx, reason)
 
     async def resume(self, execution_id: str) -> HarnessResponse:
-        """Re-run an execution from its checkpoint and step ledger."""
-        raise self._no_store("resume")
+        """Continue an execution from its checkpoint (RS-4..RS-9, RS-14).
+
+        The execution keeps its id, thread and item log; steps the ledger recorded replay
+        without running (no model calls, nothing added to `billed_cost`, their spend restored
+        into `cost`), the others run. Raises `UNKNOWN_EXECUTION` without a checkpoint,
+        `EXECUTION_LOCKED` while another attempt holds it, `CHECKPOINT_SCHEMA_MISMATCH` or
+        `CHECKPOINT_CORRUPT` for a checkpoint it cannot trust.
+        """
+        store = self._checkpoint_store()
+        if store is None:
+            raise self._no_store("resume")
+        self._require_started()
+        from noetic.durable.recorder import restore
+
+        restored = await restore(store, execution_id, self._item_declarations())
+        snap = restored.snapshot
+        try:
+            ticket = self._enqueue(None, snap.thread_id, execution_id, snap.resource_id, None, restored)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await restored.claim.release()
+            raise
+        return await self._outcome(ticket)
 
     async def clear_checkpoint(self, execution_id: str) -> None:
-        """Remove an execution's snapshot and every ledger entry."""
-        raise self._no_store("clear_checkpoint")
+        """Remove an execution's snapshot and every ledger entry (RS-13); needed before
+        resuming an execution whose workflow changed beneath a completed step (RS-6)."""
+        store = self._checkpoint_store()
+        if store is None:
+            raise self._no_store("clear_checkpoint")
+        from noetic.durable.recorder import clear
+
+        await clear(store, execution_id)
 
     def _no_store(self, what: str) -> NoeticConfigError:
         return NoeticConfigError(
@@ -563,6 +689,29 @@ class AgentHarness:
             f"harness {self.name!r} cannot {what}: it has no checkpoint store",
             hint="Pass storage='sqlite:///path/to/run.db' (or a CheckpointStore) to the AgentHarness.",
         )
+
+
+def _next_turn(queue: list[_Ticket]) -> tuple[list[_Ticket], list[_Ticket]]:
+    """Split the queue into the next turn's tickets and the rest: a resume runs alone."""
+    alone = next((i for i, ticket in enumerate(queue) if ticket.restored is not None), len(queue))
+    cut = 1 if alone == 0 else alone
+    return queue[:cut], queue[cut:]
+
+
+def _ledger_retention(storage: Any, retention: Any) -> StepLedgerRetention | None:
+    """Validate the durability options at construction (None when neither is set)."""
+    if storage is None and retention is None:
+        return None
+    from noetic.durable.ledger import StepLedgerRetention
+    from noetic.durable.store import CheckpointStore
+
+    if storage is not None and not isinstance(storage, str | CheckpointStore):
+        raise NoeticConfigError(
+            "UNKNOWN_CHECKPOINT_STORE",
+            f"storage must be a URL or a CheckpointStore, got {type(storage).__name__}",
+            hint="Pass storage='sqlite:///run.db', storage='memory://', or a CheckpointStore instance.",
+        )
+    return StepLedgerRetention.of(retention)
 
 
 def _is_items(value: Any) -> bool:

@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from noetic.execution_context import Context, to_decimal
 from noetic.items import Item, ItemLog
+from noetic.layers.runtime import LayerRuntime
 from noetic.model import ReasoningDelta, TextDelta, ToolDefinition
 from noetic.streams import StreamEvent, TurnStream
 from noetic.tokens import estimate_items, estimate_text, estimate_value
 from noetic.usage import LastLayerUsage
 
 if TYPE_CHECKING:
+    from noetic.durable.ledger import LedgerWrite, StepLedger
+    from noetic.durable.recorder import Recorder
     from noetic.harness import AgentHarness
 
 __all__ = ["Execution", "RuntimeBilling"]
@@ -74,9 +77,10 @@ class Execution:
     __slots__ = (
         "_prefix",
         "_stream",
-        "checkpoints",
         "harness",
+        "layers",
         "ledger",
+        "recorder",
         "resource_id",
         "root",
         "thread_id",
@@ -99,8 +103,12 @@ class Execution:
         self.resource_id = resource_id
         self.turn_id = turn_id
         self.root: Context | None = None
-        self.ledger: Any = None
-        self.checkpoints = False
+        #: The step ledger and the recorder persisting it; None without a checkpoint store.
+        self.ledger: StepLedger | None = None
+        self.recorder: Recorder | None = None
+        #: The layer lifecycle of this execution (init, teardown, children, cancel, state
+        #: export/import for checkpoints).
+        self.layers = LayerRuntime(self)
 
     # --- events -----------------------------------------------------------------------------
 
@@ -163,5 +171,10 @@ class Execution:
 
     # --- durability -------------------------------------------------------------------------
 
-    async def checkpoint(self, ctx: Context) -> None:
-        """Persist the execution state (a no-op without a checkpoint store, CTX-16)."""
+    async def checkpoint(self, ctx: Context, write: LedgerWrite | None = None) -> None:
+        """Persist the execution state, with a completed step's ledger rows in the same write.
+
+        A no-op without a checkpoint store; a failing save is logged and never raised (CTX-16).
+        """
+        if self.recorder is not None:
+            await self.recorder.save(self, write)

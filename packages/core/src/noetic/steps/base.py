@@ -120,6 +120,19 @@ class Step:
         """The steps nested directly inside this one."""
         return ()
 
+    def record_output(self, output: Any) -> Any:
+        """The plain-JSON form of `output` kept in the step ledger (RS-1).
+
+        The default keeps `output` as it is; a value that is not plain JSON is not recorded,
+        so the step runs again on resume. Steps with typed outputs override this and
+        `replay_output` together.
+        """
+        return output
+
+    def replay_output(self, data: Any) -> Any:
+        """The output rebuilt from what `record_output` recorded (RS-4)."""
+        return data
+
     def __repr__(self) -> str:
         return f"<{self.kind} {self.id!r}>"
 
@@ -137,6 +150,7 @@ async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = No
         found, output = ledger.replay(path, step, ctx)
         if found:
             return output
+        mark = ledger.mark(ctx)
     emit = run.emit
     emit("step_started", {"step_id": step.id, "kind": step.kind, "path": path})
     token = _frame.set(Frame(path))
@@ -162,8 +176,6 @@ async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = No
     if ctx._aborted:  # aborted while it ran: the result is not this step's output
         raise cancelled(ctx._abort_reason)
     emit("step_completed", {"step_id": step.id, "kind": step.kind, "path": path})
-    if ledger is not None:
-        ledger.record(path, step, output, ctx)
-    if run.checkpoints:
-        await run.checkpoint(ctx)
+    if ledger is not None:  # the entry and the snapshot after it are one write (RS-1, RS-16)
+        await run.checkpoint(ctx, ledger.record(path, step, output, ctx, mark))
     return output

@@ -19,8 +19,12 @@ import anyio
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import to_decimal
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
+from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
+from noetic.layers.call import LayeredCall
+from noetic.layers.contract import CallResult
+from noetic.layers.layer_set import LayerSet
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
-from noetic.schema import Schema, SchemaError
+from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import Step
 from noetic.tools import Tool, run_tool_call
 from noetic.usage import RoundUsage, StepMeta, add_optional
@@ -44,11 +48,18 @@ def last_assistant_text(items: Sequence[Item]) -> str:
 
 
 class CallModel(Step):
-    """Calls a model with the context's view and runs the tools it asks for."""
+    """Calls a model with the context's view and runs the tools it asks for.
+
+    Without context layers the view is the log. With layers (the harness's, a `with_context`,
+    or `layers=` — objects or registered names — added for this step only) they are recalled
+    once per step and every round's view is assembled around them (`noetic.layers.call`);
+    their provided functions join the tools, and their `store` runs when the step ends.
+    `projection` overrides the harness's token budget for this step (BG-5).
+    """
 
     kind = "call_model"
     atomic = True
-    __slots__ = ("instructions", "layers", "max_rounds", "model", "output", "params", "tools")
+    __slots__ = ("instructions", "layers", "max_rounds", "model", "output", "params", "projection", "tools")
 
     def __init__(
         self,
@@ -60,6 +71,7 @@ class CallModel(Step):
         output: Any = None,
         params: Mapping[str, Any] | None = None,
         layers: Sequence[Any] | None = None,
+        projection: Projection | Mapping[str, Any] | None = None,
         custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
         emit_items: Any = None,
         max_rounds: int = MAX_TOOL_ROUNDS,
@@ -83,26 +95,36 @@ class CallModel(Step):
         self.tools = tuple(tools)
         self.output = Schema.of(output) if output is not None else None
         self.params = dict(params or {})
-        self.layers = tuple(layers) if layers is not None else None
+        self.layers = LayerSet.of(layers)
+        self.projection = Projection.of(projection)
         self.max_rounds = max_rounds
 
     async def run(self, input: Any, ctx: Context) -> Any:
+        if self.layers is None:
+            return await self._call(input, ctx)
+        return await ctx._exec.layers.run_scoped(ctx, self.layers, lambda: self._call(input, ctx))
+
+    async def _call(self, input: Any, ctx: Context) -> Any:
         run = ctx._exec
         adapter = run.harness.resolve_model(self.model)
         if isinstance(input, str) and input:
             ctx.item_log.append(user_message(input))
         instructions = await self._instructions(ctx)
+        layered = None if ctx._layers is None else await self._prepare_layers(ctx, input, instructions)
         tools = {t.name: t for t in (*run.harness.tools, *self.tools)}
+        if layered is not None:
+            tools = {**layered.frame.tools(), **tools}
         definitions = tuple(t.definition for t in tools.values())
         output_schema = self._output_json_schema()
         first_item = len(ctx.item_log)
         usage = RoundUsage()
         cost = billed = to_decimal(0)
         calls: list[FunctionCallItem] = []
+        rounds: list[RoundUsage] = []
         for round_no in range(self.max_rounds + 1):
             request = ModelRequest(
                 model_id=adapter.model_id,
-                items=tuple(ctx.item_log.items),
+                items=tuple(ctx.item_log.items) if layered is None else layered.view(ctx.item_log.items),
                 instructions=instructions,
                 tools=definitions,
                 output_schema=output_schema,
@@ -116,6 +138,9 @@ class CallModel(Step):
             round_cost = to_decimal(response.cost)
             round_billed = round_cost if response.billed_cost is None else to_decimal(response.billed_cost)
             ctx._record_round(response.usage, round_cost, round_billed)
+            if layered is not None:
+                layered.note_round(response.usage)
+                rounds.append(response.usage)
             usage = _add_usage(usage, response.usage)
             cost += round_cost
             billed += round_billed
@@ -144,8 +169,33 @@ class CallModel(Step):
             billed_cost=float(billed),
             response_items=response_items,
         )
-        ctx.last_layer_usage = run.layer_usage(ctx, adapter.model_id, instructions, definitions)
+        if layered is None:
+            ctx.last_layer_usage = run.layer_usage(ctx, adapter.model_id, instructions, definitions)
+            return self._final_output(response_items)
+        base = run.layer_usage(ctx, adapter.model_id, instructions, definitions, history=())
+        ctx.last_layer_usage = layered.usage(base)  # the history bucket is the layered view's
+        text = last_assistant_text(response_items)
+        await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
         return self._final_output(response_items)
+
+    async def _prepare_layers(self, ctx: Context, input: Any, instructions: str | None) -> LayeredCall:
+        """Recall and band the context's layers for this step (they join the view each round)."""
+        frame = ctx._layers
+        assert frame is not None
+        harness = ctx._exec.harness
+        projection = self.projection or harness.projection or DEFAULT_PROJECTION
+        query = input if isinstance(input, str) else ""
+        with ctx.abortable():
+            await frame.start()
+            layered = await LayeredCall.prepare(
+                frame,
+                ctx,
+                harness.layer_memory,
+                instructions=instructions,
+                query=query,
+                projection=projection,
+            )
+        return layered
 
     async def _instructions(self, ctx: Context) -> str | None:
         value = self.instructions
@@ -154,6 +204,14 @@ class CallModel(Step):
             if hasattr(value, "__await__"):
                 value = await value
         return value
+
+    def record_output(self, output: Any) -> Any:
+        """A structured output is recorded in its JSON form (pydantic models are dumped)."""
+        return to_jsonable(output) if self.output is not None else output
+
+    def replay_output(self, data: Any) -> Any:
+        """A recorded structured output is validated back through `output=` (a model again)."""
+        return self.output.validate(data) if self.output is not None else data
 
     def _output_json_schema(self) -> Mapping[str, Any] | None:
         return self.output.json_schema if self.output is not None else None
@@ -239,6 +297,7 @@ def call_model(
     output: Any = None,
     params: Mapping[str, Any] | None = None,
     layers: Sequence[Any] | None = None,
+    projection: Projection | Mapping[str, Any] | None = None,
     custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
     emit_items: Any = None,
 ) -> CallModel:
@@ -251,6 +310,7 @@ def call_model(
         output=output,
         params=params,
         layers=layers,
+        projection=projection,
         custom_items=custom_items,
         emit_items=emit_items,
     )

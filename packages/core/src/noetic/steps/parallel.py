@@ -2,7 +2,9 @@
 
 Each path runs on a child context holding a copy of the parent's log (SP-5) and a deep clone of
 its `state` (CTX-4); children roll their tokens and spend up into the parent when they finish
-(TU-7). Ledger keys come from each path's position in the list (RS-3).
+(TU-7). Ledger keys come from each path's position in the list (RS-3). Context layers continue
+on each path through `on_spawn` (its items are not appended); for paths that succeed,
+`on_return` merges their layer state back, one path at a time (SP-5).
 
 - `all`: every path must succeed; on the first failure queued paths are skipped, running
   siblings are aborted and awaited, and `fork_partial{succeeded, failed}` is raised.
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.items import ItemLog
+from noetic.layers.runtime import ChildLayers, abort_with_teardown
 from noetic.steps.base import Step, current_frame, execute
 from noetic.steps.flow import ensure_steps
 
@@ -123,7 +126,7 @@ class InParallel(Step):
             state.stopped = True
             for other in paths:
                 if other is not keep and other.child is not None and not other.ok:
-                    other.child.abort(reason)
+                    abort_with_teardown(other.child, reason)  # its layers still see on_complete
                     if other.scope is not None:
                         other.scope.cancel()
 
@@ -137,16 +140,22 @@ class InParallel(Step):
                 child = path.child = ctx._exec.child_context(
                     ctx, item_log=ItemLog(ctx.item_log.items), state=copy.deepcopy(ctx.state)
                 )
+                layers: ChildLayers | None = None
                 try:
+                    if not child.aborted:  # SP-5: layers continue, on_spawn items are not appended
+                        layers = await ctx._exec.layers.open_child(ctx, child, None, fork=True)
                     with anyio.CancelScope() as scope:
                         path.scope = scope
-                        path.value = await execute(path.step, input, child, path=keys[path.index])
+                        value = await execute(path.step, input, child, path=keys[path.index])
+                        path.value = value if layers is None else await layers.succeeded(value)
                         path.ok = True
                     if scope.cancelled_caught and not path.ok:
                         path.error = cancelled(child.abort_reason or "path cancelled")
                 except NoeticError as exc:
                     path.error = exc
                 finally:
+                    if layers is not None and not path.ok:
+                        await layers.failed(path.error or cancelled(child.abort_reason))
                     child._roll_up()
                 if self.mode == "all" and path.error is not None and not state.stopped:
                     stop_others(path, f"sibling path {path.step.id!r} failed")

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from noetic.errors import NoeticConfigError, cancelled
 from noetic.items import ItemLog
+from noetic.layers.layer_set import LayerSet
+from noetic.layers.runtime import ChildLayers, abort_with_teardown
 from noetic.steps.base import Step, execute
 
 if TYPE_CHECKING:
@@ -22,7 +24,9 @@ __all__ = ["Spawn", "spawn"]
 class Spawn(Step):
     """Runs `step` on a child context: empty log, cloned state, depth + 1.
 
-    `layers` replaces the inherited layer set for the child. `timeout` (seconds) bounds the
+    `layers` (objects or registered names) replaces the inherited layer set for the child;
+    without it the parent's layers continue through their `on_spawn` hooks, and `on_return`
+    merges the child's layer state back when it succeeds. `timeout` (seconds) bounds the
     child: when it passes, the child is aborted and the step raises `cancelled` with reason
     "spawn timeout". The child's tokens and spend roll up into the parent however it ends.
     """
@@ -52,7 +56,7 @@ class Spawn(Step):
                 hint="Pass timeout=None for no bound, or seconds such as 30.0.",
             )
         self.step = step
-        self.layers = tuple(layers) if layers is not None else None
+        self.layers = LayerSet.of(layers)
         self.timeout = timeout
 
     def children(self) -> tuple[Step, ...]:
@@ -60,11 +64,19 @@ class Spawn(Step):
 
     async def run(self, input: Any, ctx: Context) -> Any:
         child = ctx._exec.child_context(ctx, item_log=ItemLog(), state=copy.deepcopy(ctx.state))
+        layers: ChildLayers | None = None
         try:
+            if not child.aborted:  # SP-2: the child's layers (on_spawn items seed its log)
+                layers = await ctx._exec.layers.open_child(ctx, child, self.layers)
             with anyio.move_on_after(self.timeout if self.timeout is not None else math.inf):
-                return await execute(self.step, input, child)
-            child.abort("spawn timeout")
+                output = await execute(self.step, input, child)
+                return output if layers is None else await layers.succeeded(output)  # SP-3
+            abort_with_teardown(child, "spawn timeout")
             raise cancelled("spawn timeout")
+        except BaseException as exc:
+            if layers is not None:
+                await layers.failed(exc)
+            raise
         finally:
             child._roll_up()
 

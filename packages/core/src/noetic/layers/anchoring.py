@@ -1,0 +1,513 @@
+"""Prompt-cache anchoring (AN-2..AN-9): keep the front of the prompt byte-stable.
+
+Provider caches match on a prefix, so layer output that changes often must not sit in front of
+the history. Each layer renders into one of two bands: **anchor** (before history) or **live**
+(after it). Within an **epoch** — a run of assemblies of one lineage — an anchored layer's
+first render is *pinned* and re-sent as the very same items on every later assembly. When the
+layer's fresh output differs, the change is published instead in one developer message after
+the live band::
+
+    <context_updates epoch="t:thread-1#0">
+    ...
+    <update layer="plan" action="replace">new content</update>
+    </context_updates>
+
+Actions: `replace` (the pin changed), `retract` (the layer produced nothing) and `add` (a layer
+first seen mid-epoch). A lineage is the thread for depth-0 executions and the execution itself
+for children, so children never share pins (AN-3).
+
+A new epoch (a *re-anchor*, which re-pins everything and drops the updates) starts for one of
+six reasons (AN-4): `cold-start`, `instructions-changed`, `cache-miss` (judged from round 0 of
+the previous call, applied now), `delta-pressure` (updates outgrew `delta_budget_fraction` of
+the anchor band), `delta-overflow` (updates do not fit the window, or a change cannot be put
+into words) and `max-age`. A provider that reports no cache figures (`cached_tokens is None`)
+or misses persistently becomes *cache-blind* and stops triggering `cache-miss` (AN-5). `auto`
+layers change band only when an epoch opens, by churn (AN-6); a layer whose recall returned
+state always renders live (AN-7). With `enabled=False` every layer renders before history and
+there is no epoch (AN-9).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+
+from noetic.errors import NoeticConfigError
+from noetic.items import Item, MessageItem, developer_message
+from noetic.tokens import estimate_items
+from noetic.usage import EpochUsage, ReanchorReason, RoundUsage
+
+__all__ = [
+    "AnchorStore",
+    "BandedView",
+    "ContextCacheConfig",
+    "LayerOutput",
+    "ServeInfo",
+    "band_outputs",
+    "lineage_key",
+]
+
+Band: TypeAlias = Literal["anchor", "live"]
+RenderDelta: TypeAlias = Callable[[str, tuple[Item, ...], tuple[Item, ...]], Awaitable[str | None]]
+
+#: Consecutive judged misses after which a lineage stops trusting the provider's cache figures.
+MAX_CONSECUTIVE_MISSES = 3
+#: Lineages remembered per harness; the least recently used is forgotten first.
+MAX_LINEAGES = 256
+
+
+class ContextCacheConfig(BaseModel):
+    """Anchoring settings (`AgentHarness(context_cache=...)`, a dict or an instance; AN-9).
+
+    `min_pressure_tokens` keeps small contexts from re-anchoring on the fixed cost of the
+    update wrapper: updates count as pressure only above both it and the fraction.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    enabled: bool = True
+    min_cached_tokens: int = 100
+    min_epoch_assemblies: int = 2
+    max_epoch_assemblies: int = 50
+    delta_budget_fraction: float = 0.15
+    auto_demote_churn: float = 0.5
+    auto_promote_churn: float = 0.2
+    min_churn_samples: int = 3
+    churn_decay: float = 0.5
+    min_pressure_tokens: int = 256
+
+    @classmethod
+    def of(cls, value: ContextCacheConfig | Mapping[str, Any] | None) -> ContextCacheConfig:
+        """The config for a harness `context_cache=` value (None: the defaults)."""
+        if value is None:
+            return cls()
+        if isinstance(value, ContextCacheConfig):
+            return value
+        try:
+            return cls.model_validate(
+                dict(value) if isinstance(value, Mapping) else value, from_attributes=True
+            )
+        except ValidationError as exc:
+            raise NoeticConfigError(
+                "INVALID_CONTEXT_CACHE",
+                f"context_cache is not valid: {exc.errors(include_url=False)}",
+                hint="Use e.g. context_cache={'enabled': False} or ContextCacheConfig(max_epoch_assemblies=20).",
+            ) from None
+
+
+def lineage_key(depth: int, thread_id: str, execution_id: str) -> str:
+    """Whose pins an assembly uses: the thread at depth 0, else the execution (AN-3)."""
+    return f"t:{thread_id}" if depth == 0 else f"x:{execution_id}"
+
+
+def content_hash(items: Sequence[Item]) -> str:
+    """A hash of what the model reads in `items` (message ids and statuses left out)."""
+    shapes = [
+        i.model_dump(mode="json", exclude={"id", "status"})
+        if isinstance(i, MessageItem)
+        else i.model_dump(mode="json")
+        for i in items
+    ]
+    data = json.dumps(shapes, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(data.encode(), digest_size=16).hexdigest()
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+# --- per-harness state ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Pin:
+    """An anchored layer's pinned render: re-sent unchanged for the rest of the epoch."""
+
+    items: tuple[Item, ...]
+    token_count: int
+    digest: str
+
+
+@dataclass(slots=True)
+class Churn:
+    """How often a layer's output changed while watched; decays across re-anchors."""
+
+    observed: float = 0.0
+    changed: float = 0.0
+    rebill_tokens: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        """Share of watched assemblies with a change, 0..1."""
+        return self.changed / self.observed if self.observed else 0.0
+
+
+@dataclass(slots=True)
+class Epoch:
+    """A run of assemblies sharing one set of pins."""
+
+    id: str
+    generation: int
+    instructions_hash: str
+    reason: ReanchorReason
+    auto_band: dict[str, Band]
+    pins: dict[str, Pin] = field(default_factory=dict)
+    assemblies: int = 0
+    anchor_tokens: int = 0
+    cache_blind: bool = False
+    misses: int = 0
+
+
+class AnchorStore:
+    """A harness's anchoring memory: epochs per lineage, churn per layer id (with the digest
+    of each layer's last live render), pending `cache-miss` re-anchors."""
+
+    def __init__(self, config: ContextCacheConfig):
+        self.config = config
+        self.epochs: OrderedDict[str, Epoch] = OrderedDict()
+        self.churn: dict[str, Churn] = {}
+        self.pending: dict[str, ReanchorReason] = {}
+        self.live_digests: dict[str, str] = {}
+
+    def churn_of(self, layer_id: str) -> Churn:
+        """The churn record of a layer (created empty)."""
+        found = self.churn.get(layer_id)
+        if found is None:
+            found = self.churn[layer_id] = Churn()
+        return found
+
+    def reason_to_reanchor(
+        self, epoch: Epoch | None, key: str, instructions_hash: str
+    ) -> ReanchorReason | None:
+        """Why the coming assembly must open a new epoch, checked before banding."""
+        if epoch is None:
+            return "cold-start"
+        if epoch.instructions_hash != instructions_hash:
+            return "instructions-changed"
+        pending = self.pending.get(key)
+        if pending is not None:
+            return pending
+        if epoch.assemblies >= self.config.max_epoch_assemblies:
+            return "max-age"
+        return None
+
+    def open_epoch(
+        self, key: str, reason: ReanchorReason, instructions_hash: str, auto_layers: Sequence[str]
+    ) -> Epoch:
+        """Start a new epoch for `key`: no pins, auto layers re-banded by churn (AN-6)."""
+        previous = self.epochs.get(key)
+        bands = {
+            layer_id: self._band_for(layer_id, previous.auto_band.get(layer_id) if previous else None)
+            for layer_id in auto_layers
+        }
+        decay = self.config.churn_decay
+        for layer_id in auto_layers:
+            churn = self.churn.get(layer_id)
+            if churn is not None:
+                churn.observed *= decay
+                churn.changed *= decay
+                churn.rebill_tokens *= decay
+        generation = previous.generation + 1 if previous else 0
+        epoch = Epoch(
+            id=f"{key}#{generation}",
+            generation=generation,
+            instructions_hash=instructions_hash,
+            reason=reason,
+            auto_band=bands,
+            cache_blind=previous.cache_blind if previous else False,
+            misses=previous.misses if previous else 0,
+        )
+        self.pending.pop(key, None)
+        self.epochs[key] = epoch
+        self.epochs.move_to_end(key)
+        while len(self.epochs) > MAX_LINEAGES:
+            oldest, _ = self.epochs.popitem(last=False)
+            self.pending.pop(oldest, None)
+        return epoch
+
+    def _band_for(self, layer_id: str, current: Band | None) -> Band:
+        band: Band = current or "anchor"
+        churn = self.churn.get(layer_id)
+        if churn is None or churn.observed < self.config.min_churn_samples:
+            return band
+        if churn.rate >= self.config.auto_demote_churn:
+            return "live"
+        if churn.rate <= self.config.auto_promote_churn:
+            return "anchor"
+        return band
+
+    def note_cache_outcome(self, key: str, usage: RoundUsage, expected_tokens: int) -> None:
+        """Judge round 0 of a call: a clear miss re-anchors at the next assembly (AN-5)."""
+        epoch = self.epochs.get(key)
+        if epoch is None or epoch.cache_blind:
+            return
+        if usage.cached_tokens is None:
+            epoch.cache_blind = True
+            return
+        if usage.cached_tokens == 0 and (usage.cache_write_tokens or 0) > 0:
+            return  # the prefix was written just now, not missed
+        if epoch.assemblies < self.config.min_epoch_assemblies:
+            return
+        if usage.cached_tokens >= min(self.config.min_cached_tokens, expected_tokens * 0.5):
+            epoch.misses = 0
+            return
+        epoch.misses += 1
+        if epoch.misses >= MAX_CONSECUTIVE_MISSES:
+            epoch.cache_blind = True
+            return
+        self.pending[key] = "cache-miss"
+
+    def watch_live(self, output: LayerOutput, count: bool) -> None:
+        """Count a live render toward its layer's churn against the previous live render, so
+        a demoted `auto` layer that calms down can be promoted again (AN-6)."""
+        digest = content_hash(output.items)
+        previous = self.live_digests.get(output.layer_id)
+        self.live_digests[output.layer_id] = digest
+        if count and previous is not None:
+            churn = self.churn_of(output.layer_id)
+            churn.observed += 1
+            churn.changed += previous != digest
+
+    def drop(self, key: str) -> None:
+        """Forget a lineage (a child execution that ended)."""
+        self.epochs.pop(key, None)
+        self.pending.pop(key, None)
+
+
+# --- banding -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LayerOutput:
+    """One layer's recall output; `mutated_state` when the recall committed new state."""
+
+    layer_id: str
+    items: tuple[Item, ...]
+    token_count: int
+    mutated_state: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ServeInfo:
+    """How a layer's output was placed and served in one assembly (LU-2)."""
+
+    placement: Band
+    served: Literal["fresh", "pinned"]
+    changed: bool
+    churn_rate: float
+    rebill_tokens: float
+
+
+@dataclass(frozen=True, slots=True)
+class BandedView:
+    """The layer part of one assembly: bands, updates, what each layer served, the epoch."""
+
+    anchor: tuple[Item, ...]
+    live: tuple[Item, ...]
+    supersedes: tuple[Item, ...]
+    served: tuple[LayerOutput, ...]
+    info: Mapping[str, ServeInfo]
+    epoch: EpochUsage | None
+    key: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Stale:
+    layer_id: str
+    action: Literal["replace", "retract", "add"]
+    previous: tuple[Item, ...]
+    current: tuple[Item, ...]
+
+
+@dataclass(slots=True)
+class _Bands:
+    anchor: list[Item] = field(default_factory=list)
+    live: list[Item] = field(default_factory=list)
+    live_tokens: int = 0
+    served: list[LayerOutput] = field(default_factory=list)
+    info: dict[str, ServeInfo] = field(default_factory=dict)
+    stale: list[_Stale] = field(default_factory=list)
+
+
+async def band_outputs(
+    outputs: Sequence[LayerOutput],
+    placements: Mapping[str, str],
+    *,
+    store: AnchorStore,
+    key: str,
+    instructions: str | None,
+    window: float | None,
+    render_delta: RenderDelta,
+) -> BandedView:
+    """Band one assembly's recall `outputs` (slot-ordered); `placements` maps the layer ids of
+    the active set to their declared placement. `window` is the token room for the layer part
+    (None: unbounded)."""
+    if not store.config.enabled:
+        return BandedView(
+            anchor=tuple(i for o in outputs for i in o.items),
+            live=(),
+            supersedes=(),
+            served=tuple(outputs),
+            info={o.layer_id: ServeInfo("anchor", "fresh", False, 0.0, 0.0) for o in outputs},
+            epoch=None,
+            key=None,
+        )
+    instructions_hash = _text_hash(instructions or "")
+    auto_layers = [layer_id for layer_id, p in placements.items() if p == "auto"]
+    epoch = store.epochs.get(key)
+    reason = store.reason_to_reanchor(epoch, key, instructions_hash)
+    if epoch is None or reason is not None:
+        epoch = store.open_epoch(key, reason or "cold-start", instructions_hash, auto_layers)
+    else:
+        store.epochs.move_to_end(key)
+    bands = _band_and_pin(epoch, outputs, placements, store, count_churn=True)
+    anchor_tokens = estimate_items(bands.anchor)
+    supersedes, undescribed = await _supersedes(bands.stale, epoch.id, render_delta)
+    delta_tokens = estimate_items(supersedes)
+    config = store.config
+    pressure = delta_tokens > max(config.min_pressure_tokens, config.delta_budget_fraction * anchor_tokens)
+    overflow = undescribed or (
+        window is not None and anchor_tokens + bands.live_tokens + delta_tokens > window
+    )
+    if pressure or overflow:
+        epoch = store.open_epoch(
+            key, "delta-pressure" if pressure else "delta-overflow", instructions_hash, auto_layers
+        )
+        bands = _band_and_pin(epoch, outputs, placements, store, count_churn=False)
+        anchor_tokens = estimate_items(bands.anchor)
+        supersedes, delta_tokens = (), 0
+    epoch.assemblies += 1
+    epoch.anchor_tokens = anchor_tokens
+    usage = EpochUsage(
+        id=epoch.id,
+        age=epoch.assemblies,
+        anchor_tokens=anchor_tokens,
+        live_tokens=bands.live_tokens,
+        delta_tokens=delta_tokens,
+        reanchor_reason=epoch.reason if epoch.assemblies == 1 else None,
+    )
+    return BandedView(
+        anchor=tuple(bands.anchor),
+        live=tuple(bands.live),
+        supersedes=tuple(supersedes),
+        served=tuple(bands.served),
+        info=bands.info,
+        epoch=usage,
+        key=key,
+    )
+
+
+def _band_and_pin(
+    epoch: Epoch,
+    outputs: Sequence[LayerOutput],
+    placements: Mapping[str, str],
+    store: AnchorStore,
+    *,
+    count_churn: bool,
+) -> _Bands:
+    bands = _Bands()
+    anchored: dict[str, LayerOutput] = {}
+    for output in outputs:
+        placement = placements.get(output.layer_id)
+        band = epoch.auto_band.get(output.layer_id, "anchor") if placement == "auto" else placement
+        if placement is None or output.mutated_state or band == "live":
+            bands.live.extend(output.items)
+            bands.live_tokens += output.token_count
+            bands.served.append(output)
+            store.watch_live(output, count_churn)
+            churn = store.churn_of(output.layer_id)  # `changed` is about pins: a live render has none
+            bands.info[output.layer_id] = ServeInfo("live", "fresh", False, churn.rate, churn.rebill_tokens)
+        else:
+            anchored[output.layer_id] = output
+    if not epoch.pins and epoch.assemblies == 0:
+        for layer_id, output in anchored.items():
+            epoch.pins[layer_id] = Pin(output.items, output.token_count, content_hash(output.items))
+    for layer_id, pin in epoch.pins.items():
+        _serve_pin(bands, epoch, layer_id, pin, anchored.get(layer_id), placements, store, count_churn)
+    for layer_id, output in anchored.items():
+        if layer_id in epoch.pins:
+            continue
+        churn = store.churn_of(layer_id)
+        if count_churn:
+            churn.observed += 1
+            churn.changed += 1
+        bands.stale.append(_Stale(layer_id, "add", (), output.items))
+        bands.served.append(output)
+        bands.info[layer_id] = ServeInfo("anchor", "fresh", True, churn.rate, churn.rebill_tokens)
+    return bands
+
+
+def _serve_pin(
+    bands: _Bands,
+    epoch: Epoch,
+    layer_id: str,
+    pin: Pin,
+    fresh: LayerOutput | None,
+    placements: Mapping[str, str],
+    store: AnchorStore,
+    count_churn: bool,
+) -> None:
+    """Serve a pin whatever happened to its layer: dropping it would move the prefix."""
+    bands.anchor.extend(pin.items)
+    bands.served.append(LayerOutput(layer_id, pin.items, pin.token_count))
+    churn = store.churn_of(layer_id)
+    served: Literal["fresh", "pinned"] = "fresh" if epoch.assemblies == 0 else "pinned"  # first render
+    if fresh is None:
+        if layer_id in placements:  # quiet this time, or moved live: withdraw the pinned block
+            bands.stale.append(_Stale(layer_id, "retract", pin.items, ()))
+            bands.info[layer_id] = ServeInfo("anchor", served, True, churn.rate, churn.rebill_tokens)
+        return
+    changed = pin.digest != content_hash(fresh.items)
+    if count_churn:
+        churn.observed += 1
+        if changed:
+            churn.changed += 1
+            churn.rebill_tokens += epoch.anchor_tokens
+    if changed:
+        bands.stale.append(_Stale(layer_id, "replace", pin.items, fresh.items))
+    bands.info[layer_id] = ServeInfo("anchor", served, changed, churn.rate, churn.rebill_tokens)
+
+
+# --- the update message --------------------------------------------------------------------
+
+_RETRACTED = "This block is withdrawn; ignore it."
+_PREAMBLE = "Each update below replaces the earlier block of the same layer in this context; where they differ, the update is current."
+
+
+def _text_of(items: Sequence[Item]) -> str:
+    return "\n".join(i.text for i in items if isinstance(i, MessageItem) and i.text)
+
+
+async def _supersedes(
+    stale: Sequence[_Stale], epoch_id: str, render_delta: RenderDelta
+) -> tuple[tuple[Item, ...], bool]:
+    """One developer message with every update, and whether some change had no words."""
+    if not stale:
+        return (), False
+    blocks: list[str] = []
+    undescribed = False
+    for entry in stale:
+        if entry.action == "retract" or not entry.current:
+            body: str | None = _RETRACTED
+        else:
+            body = (
+                await render_delta(entry.layer_id, entry.previous, entry.current)
+                if entry.action == "replace"
+                else None
+            )
+            body = body or _text_of(entry.current) or None
+        if body is None:
+            undescribed = True
+            continue
+        blocks.append(f'<update layer="{entry.layer_id}" action="{entry.action}">\n{body}\n</update>')
+    if not blocks:
+        return (), undescribed
+    text = "\n".join((f'<context_updates epoch="{epoch_id}">', _PREAMBLE, *blocks, "</context_updates>"))
+    return (developer_message(text),), undescribed

@@ -1,0 +1,150 @@
+"""Token budgets: the projection policy and the allocator that splits it across layers.
+
+`allocate_budgets` (BG-1..BG-4): what is left after the response reserve and the system prompt
+is available. Each layer's minimum is funded first, in array order (scaled down together when
+the minimums alone overcommit). Of the rest, 60% is a pool shared by headroom (`max - min`;
+`"auto"` headroom is unbounded) and 40% goes to history. Layers with finite headroom take
+their share first, at most their headroom, and the unbounded layers split what remains, so the
+pool is conserved; pool a capped layer cannot use goes to history. No allocation exceeds a
+layer's `max`. NaN inputs raise `INVALID_BUDGET_INPUT`; infinity means "uncapped".
+
+`Projection` is the policy a model step uses (BG-5): step > harness > `DEFAULT_PROJECTION`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from noetic.errors import NoeticConfigError
+from noetic.layers.contract import BudgetRange, budget_range
+
+__all__ = ["DEFAULT_PROJECTION", "BudgetAllocation", "Projection", "allocate_budgets"]
+
+#: Share of the post-minimum remainder given to layers; the rest is history's.
+LAYER_POOL_SHARE = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """How big the view may get: `token_budget` minus `response_reserve` (tokens).
+
+    `window_size` optionally caps the number of history items before the token pass.
+    """
+
+    token_budget: float = 128_000
+    response_reserve: float = 4_000
+    overflow: Literal["truncate", "summarize", "sliding_window"] = "sliding_window"
+    window_size: int | None = None
+
+    @classmethod
+    def of(cls, value: Projection | Mapping[str, Any] | None) -> Projection | None:
+        """A projection from an instance or a dict (None stays None)."""
+        if value is None or isinstance(value, Projection):
+            return value
+        try:
+            return cls(**dict(value))
+        except TypeError as exc:
+            raise NoeticConfigError(
+                "INVALID_BUDGET_INPUT",
+                f"not a projection policy: {exc}",
+                hint="Use {'token_budget': 128000, 'response_reserve': 4000, 'window_size': None}.",
+            ) from None
+
+
+DEFAULT_PROJECTION = Projection()
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetAllocation:
+    """Tokens per layer (in input order, keyed by `ids`) and for history."""
+
+    ids: tuple[str | None, ...]
+    allocations: tuple[float, ...]
+    history_budget: float
+
+    def by_id(self) -> dict[str, float]:
+        """Allocations keyed by layer id (entries given as bare budgets are left out)."""
+        return {i: a for i, a in zip(self.ids, self.allocations, strict=True) if i is not None}
+
+    @property
+    def total(self) -> float:
+        """Everything allocated: the layers plus history."""
+        return sum(self.allocations) + self.history_budget
+
+
+def _check_input(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise NoeticConfigError(
+            "INVALID_BUDGET_INPUT",
+            f"allocate_budgets: {name} is {value!r}, not a number",
+            hint="Pass real numbers; math.inf is allowed for an uncapped budget.",
+            field=name,
+        )
+
+
+def _range_of(entry: Any) -> tuple[str | None, BudgetRange]:
+    if hasattr(entry, "id") and hasattr(entry, "slot"):
+        return entry.id, budget_range(getattr(entry, "budget", "auto"))
+    try:
+        rng = budget_range(entry)
+    except (KeyError, TypeError, ValueError):
+        rng = BudgetRange(math.nan, math.nan)
+    if math.isnan(rng.min) or math.isnan(rng.max):
+        raise NoeticConfigError(
+            "INVALID_BUDGET_INPUT",
+            f"allocate_budgets: {entry!r} is not a budget",
+            hint="Give budgets as numbers, {'min': m, 'max': n} or 'auto' (NaN is never a budget).",
+        )
+    return None, rng
+
+
+def allocate_budgets(
+    total_budget: float,
+    layers: Sequence[Any],
+    *,
+    system_prompt_tokens: float = 0.0,
+    response_reserve: float = 0.0,
+) -> BudgetAllocation:
+    """Split `total_budget` across `layers` and history; see the module docstring.
+
+    `layers` holds layer objects (their `budget` is used) or bare budget specs
+    (`1500`, `{"min": 200, "max": 1500}`, `"auto"`).
+    """
+    _check_input("total_budget", total_budget)
+    _check_input("system_prompt_tokens", system_prompt_tokens)
+    _check_input("response_reserve", response_reserve)
+    ids, ranges = zip(*(_range_of(entry) for entry in layers), strict=True) if layers else ((), ())
+    available = total_budget - response_reserve - system_prompt_tokens
+    if available <= 0:
+        return BudgetAllocation(tuple(ids), tuple(0.0 for _ in ranges), 0.0)
+    minimums = [r.min for r in ranges]
+    remaining = available - sum(minimums)
+    if remaining < 0:  # the minimums alone overcommit: scale them down together
+        scale = available / sum(minimums)
+        return BudgetAllocation(tuple(ids), tuple(math.floor(m * scale) for m in minimums), 0.0)
+    pool = remaining * LAYER_POOL_SHARE
+    history = remaining * (1 - LAYER_POOL_SHARE)
+    headrooms = [max(0.0, r.max - r.min) for r in ranges]
+    shares = _pool_shares(headrooms, pool)
+    allocations = tuple(m + s for m, s in zip(minimums, shares, strict=True))
+    unused = pool - sum(shares) if math.isfinite(pool) else 0.0
+    return BudgetAllocation(tuple(ids), allocations, history + max(0.0, unused))
+
+
+def _pool_shares(headrooms: list[float], pool: float) -> list[float]:
+    """Each layer's part of the pool: finite headroom first (at most the headroom), then an
+    equal split of the rest among unbounded layers."""
+    unbounded = sum(1 for h in headrooms if not math.isfinite(h))
+    finite_total = sum(h for h in headrooms if math.isfinite(h))
+    finite_pool = pool if unbounded == 0 else pool / 2
+    shares = [
+        min(h, h / finite_total * finite_pool) if math.isfinite(h) and finite_total > 0 else 0.0
+        for h in headrooms
+    ]
+    if unbounded:
+        spread = (pool - sum(shares)) / unbounded
+        shares = [spread if not math.isfinite(h) else s for h, s in zip(headrooms, shares, strict=True)]
+    return shares

@@ -1,0 +1,336 @@
+"""The layer side of one `call_model` step: recall once, band, assemble each round, store.
+
+`LayeredCall.prepare` runs once per step, before the first round: it splits the projection's
+budget across the active layers (BG-1..BG-5), runs `recall` sequentially in slot order, ties
+by array index (LY-3; a failing recall is skipped with a warning, an `eventual` layer is
+served from the harness cache until its own `store` changes its state), and bands the output
+for the prompt cache (`noetic.layers.anchoring`). Every round then assembles the view from
+that banded output and the current log (`view`), so tool outputs of earlier rounds are seen
+while the layer part stays byte-stable. After round 0 the provider's cache figures are judged
+(`note_round`). When the step ends, `usage` gives the `LastLayerUsage` of the last round and
+`store` runs every layer's `store` concurrently, all-settled, each on a snapshot of its own
+state (LY-7).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from noetic.items import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    Item,
+    MessageItem,
+    developer_message,
+    parse_item,
+)
+from noetic.layers.anchoring import AnchorStore, BandedView, LayerOutput, band_outputs, lineage_key
+from noetic.layers.budgets import Projection, allocate_budgets
+from noetic.layers.contract import UNSET, CallResult, RecallResult
+from noetic.layers.frame import LayerContext, LayerEntry, LayerFrame, is_cancellation, report, run_hook
+from noetic.layers.view import assemble_view
+from noetic.tokens import estimate_item_tokens, estimate_text
+
+if TYPE_CHECKING:
+    from noetic.execution_context import Context
+    from noetic.usage import LastLayerUsage, RoundUsage
+
+__all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
+
+
+@dataclass(slots=True)
+class RecallCache:
+    """Recall output of `recall_mode="eventual"` layers, kept until their `store` changes state."""
+
+    outputs: dict[str, LayerOutput] = field(default_factory=dict)
+
+    def get(self, key: str) -> LayerOutput | None:
+        """The cached output for `key`, if still valid."""
+        return self.outputs.get(key)
+
+    def put(self, key: str, output: LayerOutput) -> None:
+        """Cache `output` (served later as a plain render: it commits nothing)."""
+        self.outputs[key] = replace(output, mutated_state=False)
+
+    def invalidate(self, key: str) -> None:
+        """Drop `key` so the next recall runs."""
+        self.outputs.pop(key, None)
+
+
+@dataclass(slots=True)
+class LayerMemory:
+    """What a harness remembers about its layers across turns: anchoring and recall caches,
+    and token estimates of log items by id (items never change, so one estimate each)."""
+
+    anchors: AnchorStore
+    recalls: RecallCache = field(default_factory=RecallCache)
+    tokens: dict[str, int] = field(default_factory=dict)
+
+    def item_tokens(self, item: Item) -> int:
+        """The estimated tokens of `item`, memoized by item id (bounded)."""
+        count = self.tokens.get(item.id)
+        if count is None:
+            if len(self.tokens) >= MAX_MEMOIZED_ITEMS:
+                self.tokens.clear()
+            count = self.tokens[item.id] = estimate_item_tokens(item)
+        return count
+
+
+#: Token estimates kept before the memo starts over.
+MAX_MEMOIZED_ITEMS = 100_000
+
+
+class _SeenLog:
+    """The log as one step's rounds have seen it: system messages, the rest (history), their
+    token totals and the call ids of the history — extended by each round's new items only."""
+
+    __slots__ = ("calls", "history", "history_tokens", "outputs", "seen", "system", "system_tokens")
+
+    def __init__(self) -> None:
+        self.system: list[Item] = []
+        self.history: list[Item] = []
+        self.system_tokens = 0
+        self.history_tokens = 0
+        self.calls: set[str] = set()
+        self.outputs: set[str] = set()
+        self.seen = 0
+
+    def extend(self, log_items: Sequence[Item], tokens: Callable[[Item], int]) -> None:
+        """Take in the items appended since the last call."""
+        for item in log_items[self.seen :]:
+            if isinstance(item, MessageItem) and item.role == "system":
+                self.system.append(item)
+                self.system_tokens += tokens(item)
+                continue
+            self.history.append(item)
+            self.history_tokens += tokens(item)
+            if isinstance(item, FunctionCallItem):
+                self.calls.add(item.call_id)
+            elif isinstance(item, FunctionCallOutputItem):
+                self.outputs.add(item.call_id)
+        self.seen = len(log_items)
+
+
+def _cache_key(entry: LayerEntry) -> str:
+    return f"{entry.storage.scope_key}:{entry.id}"
+
+
+def _budget(allocation: float) -> float:
+    return math.floor(allocation) if math.isfinite(allocation) else math.inf
+
+
+class LayeredCall:
+    """One model step's layers; see the module docstring."""
+
+    __slots__ = (
+        "_history_tokens",
+        "_judged",
+        "_layer_tokens",
+        "_log",
+        "_memory",
+        "_system_tokens",
+        "banded",
+        "cap",
+        "ctx",
+        "frame",
+        "projection",
+        "query",
+    )
+
+    def __init__(
+        self,
+        frame: LayerFrame,
+        ctx: Context,
+        memory: LayerMemory,
+        projection: Projection,
+        query: str,
+        system_tokens: int,
+    ):
+        self.frame = frame
+        self.ctx = ctx
+        self.projection = projection
+        self.query = query
+        self.cap = projection.token_budget - projection.response_reserve - system_tokens
+        self.banded: BandedView | None = None
+        self._memory = memory
+        self._system_tokens = system_tokens
+        self._judged = False
+        self._log = _SeenLog()
+        self._layer_tokens = 0
+        self._history_tokens = 0
+
+    @classmethod
+    async def prepare(
+        cls,
+        frame: LayerFrame,
+        ctx: Context,
+        memory: LayerMemory,
+        *,
+        instructions: str | None,
+        query: str,
+        projection: Projection,
+    ) -> LayeredCall:
+        """Allocate budgets, recall and band the active layers of `frame` for one step."""
+        system_tokens = estimate_text(instructions) if instructions else 0
+        call = cls(frame, ctx, memory, projection, query, system_tokens)
+        entries = frame.active()
+        allocation = allocate_budgets(
+            projection.token_budget,
+            [e.layer for e in entries],
+            system_prompt_tokens=system_tokens,
+            response_reserve=projection.response_reserve,
+        )
+        budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
+        outputs = await call._recall(entries, budgets)
+        await frame.flush()
+
+        async def render_delta(
+            layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...]
+        ) -> str | None:
+            return await call._render_delta(layer_id, previous, current, budgets.get(layer_id, 0))
+
+        call.banded = await band_outputs(
+            outputs,
+            {e.id: getattr(e.layer, "placement", "auto") for e in entries},
+            store=memory.anchors,
+            key=lineage_key(ctx.depth, ctx.thread_id, ctx.id),
+            instructions=instructions,
+            window=call.cap,
+            render_delta=render_delta,
+        )
+        banded = call.banded
+        call._layer_tokens = sum(map(memory.item_tokens, (*banded.anchor, *banded.live, *banded.supersedes)))
+        return call
+
+    async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
+        outputs: list[LayerOutput] = []
+        cache = self._memory.recalls
+        for entry in sorted(entries, key=lambda e: e.layer.slot):  # stable: ties keep array order
+            if entry.hook("recall") is None:
+                continue
+            eventual = getattr(entry.layer, "recall_mode", "atomic") == "eventual"
+            cached = cache.get(_cache_key(entry)) if eventual else None
+            if cached is not None:
+                outputs.append(cached)
+                continue
+            context = LayerContext(entry, self.ctx, query=self.query)
+            try:
+                output = _output(entry, await run_hook(entry, "recall", context, budgets.get(entry.id, 0)))
+            except Exception as exc:
+                if is_cancellation(exc):
+                    raise
+                report(entry, "recall", exc)
+                continue
+            if output is None:
+                continue
+            if eventual:
+                cache.put(_cache_key(entry), output)
+            outputs.append(output)
+        return outputs
+
+    async def _render_delta(
+        self, layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...], budget: float
+    ) -> str | None:
+        entry = self.frame.get(layer_id)
+        if entry is None or entry.hook("render_delta") is None:
+            return None
+        context = LayerContext(entry, self.ctx, query=self.query)
+        try:
+            text = await run_hook(entry, "render_delta", context, previous, current, budget)
+        except Exception as exc:  # noqa: BLE001 - AN-8: fall back to the full content
+            report(entry, "render_delta", exc)
+            return None
+        return text if isinstance(text, str) and text else None
+
+    def view(self, log_items: Sequence[Item]) -> tuple[Item, ...]:
+        """The items of one round's request (AN-1, BG-6): system messages of the log first,
+        then the bands around the history (`assemble_view`; skipped when everything fits)."""
+        banded = self.banded
+        assert banded is not None
+        tokens = self._memory.item_tokens
+        log = self._log
+        log.extend(log_items, tokens)
+        whole = log.system_tokens + log.history_tokens
+        if (
+            self.projection.window_size is None
+            and log.calls == log.outputs
+            and whole + self._layer_tokens <= self.cap
+        ):
+            self._history_tokens = whole  # the log items the request carries (LU-4)
+            return (*log.system, *banded.anchor, *log.history, *banded.live, *banded.supersedes)
+        view = assemble_view(
+            system=log.system,
+            anchor=banded.anchor,
+            history=log.history,
+            live=banded.live,
+            supersedes=banded.supersedes,
+            token_budget=self.cap,
+            window_size=self.projection.window_size,
+            tokens=tokens,
+        )
+        self._history_tokens = log.system_tokens + sum(map(tokens, view.history))
+        return view.items
+
+    def note_round(self, usage: RoundUsage) -> None:
+        """Judge the first round's cache figures against the anchored prefix (AN-5)."""
+        banded = self.banded
+        if self._judged or banded is None or banded.key is None or banded.epoch is None:
+            return
+        self._judged = True
+        expected = self._system_tokens + banded.epoch.anchor_tokens
+        self._memory.anchors.note_cache_outcome(banded.key, usage, expected)
+
+    def usage(self, base: LastLayerUsage) -> LastLayerUsage:
+        """`base` (the system and tools buckets) with the last round's history and the layers."""
+        from noetic.layers.usage import with_layers
+
+        assert self.banded is not None
+        return with_layers(base.model_copy(update={"history_tokens": self._history_tokens}), self.banded)
+
+    async def store(self, result: CallResult) -> None:
+        """Run every active layer's `store` concurrently, all-settled (LY-7)."""
+        entries = [e for e in self.frame.active() if e.hook("store") is not None]
+        if not entries:
+            return
+        recalls = self._memory.recalls
+
+        async def one(entry: LayerEntry) -> None:
+            context = LayerContext(entry, self.ctx, query=self.query, snapshot=copy.deepcopy(entry.state))
+            try:
+                value = await run_hook(entry, "store", context, result)
+            except Exception as exc:  # noqa: BLE001 - one layer's failure never affects the others
+                report(entry, "store", exc)
+                return
+            if value is not None:
+                entry.set_state(value)
+                recalls.invalidate(_cache_key(entry))
+
+        if len(entries) == 1:
+            await one(entries[0])
+        else:
+            async with anyio.create_task_group() as tg:
+                for entry in entries:
+                    tg.start_soon(one, entry)
+        await self.frame.flush()
+
+
+def _output(entry: LayerEntry, value: Any) -> LayerOutput | None:
+    """A recall hook's return value as layer output (LY-3); the string form becomes one
+    developer message."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return LayerOutput(entry.id, (developer_message(value),), estimate_text(value))
+    if not isinstance(value, RecallResult):
+        raise TypeError(f"recall returned {type(value).__name__}; return a str, a RecallResult or None")
+    items = tuple(parse_item(i) for i in value.items)
+    mutated = value.state is not UNSET
+    if mutated:
+        entry.set_state(value.state)
+    return LayerOutput(entry.id, items, int(value.token_count), mutated_state=mutated)

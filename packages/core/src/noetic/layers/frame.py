@@ -1,0 +1,366 @@
+"""Layers on one context: entries (a layer, its state, its status), the `LayerContext` hooks
+receive, hook calls with their timeouts, and `LayerFrame` — the set active on a context.
+
+A frame's entries are in array order. A frame *owns* the entries it initialized (or received
+through `on_spawn`); it tears exactly those down — `on_complete` in array order, then
+`dispose` in reverse — once, shielded from cancellation, each hook under its own timeout, one
+failure never stopping the others (LY-10, LY-11). A disabled entry (its `init` failed with
+`on_init_error="disable"`, or `on_spawn` declined) is skipped by every hook, dispose included.
+
+State an entry loaded from storage in `init` is written back (key `state`) whenever it changes
+— coalesced: `flush` writes the latest value once, and writing None deletes the key (LY-14).
+Execution-scoped layers and state received through `on_spawn` are never written back.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from noetic.errors import NoeticError
+from noetic.layers.contract import CLEAR, DEFAULT_TIMEOUTS, UNSET, Outcome
+from noetic.layers.storage import ScopedStorage
+
+if TYPE_CHECKING:
+    from noetic.execution_context import Context
+    from noetic.harness import AgentHarness
+    from noetic.items import ItemLog
+    from noetic.layers.provides import LayerHandles
+    from noetic.tools import Tool
+
+__all__ = ["LayerContext", "LayerEntry", "LayerFrame", "report", "run_hook"]
+
+log = logging.getLogger("noetic.layers")
+#: The storage key every layer's state is written through to.
+STATE_KEY = "state"
+
+
+class LayerEntry:
+    """One layer on one execution: its state, whether it started, whether it is disabled."""
+
+    __slots__ = ("_lock", "dirty", "disabled", "durable", "layer", "started", "state", "storage")
+
+    def __init__(
+        self, layer: Any, storage: ScopedStorage, *, state: Any = None, started: bool, durable: bool
+    ):
+        self.layer = layer
+        self.storage = storage
+        self.state = state
+        self.started = started
+        self.durable = durable
+        self.disabled = False
+        self.dirty = False
+        self._lock: anyio.Lock | None = None
+
+    @property
+    def id(self) -> str:
+        """The layer id."""
+        layer_id: str = self.layer.id
+        return layer_id
+
+    @property
+    def active(self) -> bool:
+        """Whether hooks run for this entry: started and not disabled."""
+        return self.started and not self.disabled
+
+    @property
+    def lock(self) -> anyio.Lock:
+        """Serializes provided-function calls, so concurrent updates never lose one another."""
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        return self._lock
+
+    def hook(self, name: str) -> Callable[..., Any] | None:
+        """The layer's hook `name`, or None when it does not define it."""
+        hook: Callable[..., Any] | None = getattr(self.layer, name, None)
+        return hook if callable(hook) else None
+
+    def timeout(self, name: str) -> float:
+        """Seconds the hook `name` may run (LY-12 defaults, overridden by `layer.timeouts`)."""
+        overrides = getattr(self.layer, "timeouts", None) or {}
+        return float(overrides.get(name, DEFAULT_TIMEOUTS[name]))
+
+    def set_state(self, value: Any) -> None:
+        """Replace the state (`CLEAR` clears it); durable entries are written on `flush`."""
+        self.state = None if value is CLEAR else value
+        self.dirty = self.dirty or self.durable
+
+    async def flush(self) -> None:
+        """Write the latest state through to storage if it changed (None deletes the key)."""
+        if not self.dirty:
+            return
+        self.dirty = False
+        try:
+            if self.state is None:
+                await self.storage.delete(STATE_KEY)
+            else:
+                await self.storage.set(STATE_KEY, self.state)
+        except Exception as exc:  # noqa: BLE001 - persistence never breaks the agent
+            report(self, "persist", exc)
+
+    def __repr__(self) -> str:
+        status = "disabled" if self.disabled else "active" if self.started else "not started"
+        return f"<LayerEntry {self.id!r} {status}>"
+
+
+class LayerContext:
+    """What a layer hook receives: this layer's `state` and `storage` on one execution.
+
+    `execution` is the running `Context` (its item log, ids, harness); `query` is the string
+    input of the model step being assembled (`""` otherwise).
+    """
+
+    __slots__ = ("_entry", "_snapshot", "execution", "query")
+
+    def __init__(self, entry: LayerEntry, execution: Context, *, query: str = "", snapshot: Any = UNSET):
+        self._entry = entry
+        self._snapshot = snapshot
+        self.execution = execution
+        self.query = query
+
+    @property
+    def layer_id(self) -> str:
+        """The id of the layer this context belongs to."""
+        return self._entry.id
+
+    @property
+    def state(self) -> Any:
+        """The layer's state (for `store`: a snapshot of it)."""
+        return self._entry.state if self._snapshot is UNSET else self._snapshot
+
+    @property
+    def storage(self) -> ScopedStorage:
+        """The layer's storage, confined to its scope (`await ctx.storage.get("state")`)."""
+        return self._entry.storage
+
+    @property
+    def scope_key(self) -> str:
+        """The scope key: thread id, resource id, `"__global__"` or execution id."""
+        return self._entry.storage.scope_key
+
+    @property
+    def execution_id(self) -> str:
+        """The id of the execution (`Context.id`)."""
+        return self.execution.id
+
+    @property
+    def thread_id(self) -> str:
+        """The thread of the execution."""
+        return self.execution.thread_id
+
+    @property
+    def resource_id(self) -> str | None:
+        """The resource of the execution, if any."""
+        return self.execution.resource_id
+
+    @property
+    def depth(self) -> int:
+        """0 for a root execution, parent depth + 1 for children."""
+        return self.execution.depth
+
+    @property
+    def item_log(self) -> ItemLog:
+        """The execution's item log (read it; layers never append to it)."""
+        return self.execution.item_log
+
+    @property
+    def harness(self) -> AgentHarness:
+        """The harness running the execution."""
+        return self.execution.harness
+
+    def read_layer_state(self, layer_id: str) -> Any:
+        """A copy of another active layer's state on this execution, or None."""
+        frame = self.execution._layers
+        entry = frame.get(layer_id) if frame is not None else None
+        return copy.deepcopy(entry.state) if entry is not None else None
+
+    def __repr__(self) -> str:
+        return f"<LayerContext {self.layer_id!r} on {self.execution.id}>"
+
+
+def report(entry: LayerEntry, hook: str, exc: BaseException) -> None:
+    """Log a hook failure the runtime recovered from."""
+    log.warning("context layer %r: %s failed: %s: %s", entry.id, hook, type(exc).__name__, exc)
+
+
+async def run_hook(entry: LayerEntry, name: str, *args: Any) -> Any:
+    """Call hook `name` with `args` under its timeout; errors and `TimeoutError` propagate."""
+    hook = entry.hook(name)
+    assert hook is not None
+    value = hook(*args)
+    if inspect.isawaitable(value):
+        with anyio.fail_after(entry.timeout(name)):
+            value = await value
+    return value
+
+
+def _takes_argument(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
+
+
+def is_cancellation(exc: BaseException) -> bool:
+    """True for Noetic's `cancelled` error (a hook unwinding because its context aborted)."""
+    return isinstance(exc, NoeticError) and exc.code == "cancelled"
+
+
+class LayerFrame:
+    """The layers active on one context; see the module docstring.
+
+    `outer` is the frame this one was pushed over on the same context (`with_context`,
+    `call_model(layers=)`), or None. `handles` is what `ctx.context` shows.
+    """
+
+    __slots__ = (
+        "_handles",
+        "_teardown",
+        "_tools",
+        "by_id",
+        "ctx",
+        "entries",
+        "merge_lock",
+        "outer",
+        "owned",
+        "teardown_on_abort",
+    )
+
+    def __init__(
+        self,
+        ctx: Context,
+        entries: Sequence[LayerEntry],
+        *,
+        owned: Sequence[LayerEntry],
+        outer: LayerFrame | None = None,
+    ):
+        self.ctx = ctx
+        self.entries = tuple(entries)
+        self.by_id = {e.id: e for e in self.entries}
+        self.owned = tuple(owned)
+        self.outer = outer
+        self.teardown_on_abort = False
+        self.merge_lock: anyio.Lock | None = None
+        self._teardown: anyio.Event | None = None
+        self._tools: dict[str, Tool] | None = None
+        self._handles: LayerHandles | None = None
+
+    def get(self, layer_id: str) -> LayerEntry | None:
+        """The active entry of `layer_id`, or None."""
+        entry = self.by_id.get(layer_id)
+        return entry if entry is not None and entry.active else None
+
+    def active(self) -> list[LayerEntry]:
+        """Active entries, array order."""
+        return [e for e in self.entries if e.active]
+
+    @property
+    def handles(self) -> LayerHandles:
+        """`ctx.context` for this frame: a handle per active layer."""
+        if self._handles is None:
+            from noetic.layers.provides import LayerHandles
+
+            self._handles = LayerHandles(self)
+        return self._handles
+
+    def tools(self) -> dict[str, Tool]:
+        """The model tools the active layers provide, by name (`"{layer_id}/{fn}"`)."""
+        if self._tools is None:
+            from noetic.layers.provides import layer_tools
+
+            self._tools = layer_tools(self)
+        return self._tools
+
+    def bind(self) -> None:
+        """Make this the frame of its context (`ctx._layers`, `ctx.context`)."""
+        self.ctx._layers = self
+        self.ctx.context = self.handles
+
+    async def start(self) -> None:
+        """Run `init` for owned entries not started yet: sequential, array order (LY-1).
+
+        A failing `init` disables its layer under `on_init_error="disable"`; otherwise it
+        raises `layer_init_failed` and the execution fails.
+        """
+        for entry in self.owned:
+            if entry.started or entry.disabled:
+                continue
+            if entry.hook("init") is None:
+                entry.started = True
+                continue
+            try:
+                entry.state = await run_hook(entry, "init", LayerContext(entry, self.ctx))
+            except Exception as exc:
+                if is_cancellation(exc):
+                    raise
+                report(entry, "init", exc)
+                if getattr(entry.layer, "on_init_error", "throw") != "disable":
+                    raise NoeticError(
+                        "layer_init_failed",
+                        f"context layer {entry.id!r}: init raised {type(exc).__name__}: {exc}",
+                        cause=exc,
+                        layer_id=entry.id,
+                    ) from exc
+                entry.disabled = True
+                continue
+            entry.started = True
+
+    async def flush(self) -> None:
+        """Write changed durable state of every entry through to storage."""
+        for entry in self.entries:
+            await entry.flush()
+
+    @property
+    def torn_down(self) -> bool:
+        """Whether teardown has started (it runs once)."""
+        return self._teardown is not None
+
+    async def teardown(self, outcome: Outcome) -> None:
+        """`on_complete(outcome)` then `dispose` for owned active entries, once (LY-10/11).
+
+        Runs shielded from cancellation; a second caller waits for the first to finish.
+        """
+        with anyio.CancelScope(shield=True):
+            if self._teardown is not None:
+                await self._teardown.wait()
+                return
+            self._teardown = done = anyio.Event()
+            try:
+                await self._complete(outcome)
+                await self._dispose()
+            finally:
+                done.set()
+
+    async def _complete(self, outcome: Outcome) -> None:
+        for entry in self.owned:
+            if not entry.active or entry.hook("on_complete") is None:
+                continue
+            try:
+                value = await run_hook(entry, "on_complete", LayerContext(entry, self.ctx), outcome)
+            except Exception as exc:  # noqa: BLE001 - LY-12: log and continue
+                report(entry, "on_complete", exc)
+                continue
+            if value is not None:
+                entry.set_state(value)
+            await entry.flush()
+
+    async def _dispose(self) -> None:
+        for entry in reversed(self.owned):
+            await entry.flush()
+            hook = entry.hook("dispose")
+            if not entry.active or hook is None:
+                continue
+            args = (LayerContext(entry, self.ctx),) if _takes_argument(hook) else ()
+            try:
+                await run_hook(entry, "dispose", *args)
+            except Exception as exc:  # noqa: BLE001 - one dispose failing never stops the others
+                report(entry, "dispose", exc)
+
+    def __repr__(self) -> str:
+        return f"<LayerFrame {[e.id for e in self.entries]} on {self.ctx.id}>"

@@ -1,0 +1,49 @@
+"""The `LastLayerUsage` snapshot of a model call with layers (LU-1..LU-4, seed 000).
+
+The runtime estimates the system, tools and history buckets for every call; this module adds
+what the layers contributed — one `LayerUsageEntry` per layer, sorted by id, with the items
+the model was actually shown (pinned replays included), the band it landed in, whether it was
+served fresh or pinned, whether its fresh output changed, its churn rate and the tokens its
+changes would have re-billed — and the epoch behind the assembly. `total_used_tokens` is the
+sum of the layer tokens and the three buckets.
+"""
+
+from __future__ import annotations
+
+from noetic.layers.anchoring import BandedView, ServeInfo
+from noetic.usage import LastLayerUsage, LayerUsageEntry
+
+__all__ = ["with_layers"]
+
+_FRESH_ANCHOR = ServeInfo("anchor", "fresh", False, 0.0, 0.0)
+
+
+def with_layers(base: LastLayerUsage, banded: BandedView) -> LastLayerUsage:
+    """`base` (buckets only) completed with the layers and epoch of `banded`."""
+    entries = []
+    for output in banded.served:
+        info = banded.info.get(output.layer_id, _FRESH_ANCHOR)
+        entries.append(
+            LayerUsageEntry(
+                layer_id=output.layer_id,
+                token_count=output.token_count,
+                items=output.items,
+                placement=info.placement,
+                served=info.served,
+                changed=info.changed,
+                churn_rate=min(1.0, max(0.0, info.churn_rate)),
+                rebill_tokens=round(info.rebill_tokens),
+            )
+        )
+    entries.sort(key=lambda e: e.layer_id)
+    layer_tokens = sum(e.token_count for e in entries)
+    return base.model_copy(
+        update={
+            "layers": tuple(entries),
+            "total_used_tokens": base.system_prompt_tokens
+            + base.tools_tokens
+            + base.history_tokens
+            + layer_tokens,
+            "epoch": banded.epoch,
+        }
+    )
