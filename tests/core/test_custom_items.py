@@ -80,6 +80,10 @@ def test_ci_2_output_must_be_an_object_without_id_or_type() -> None:
     with pytest.raises(nt.NoeticConfigError) as err:
         nt.custom_item("a:b", output={"type": "object", "properties": {"id": {"type": "string"}}})
     assert "id" in err.value.message
+    for field in ("type", "status", "data"):
+        with pytest.raises(nt.NoeticConfigError) as err:
+            nt.custom_item("a:b", output={"type": "object", "properties": {field: {"type": "string"}}})
+        assert field in err.value.message
     with pytest.raises(nt.NoeticConfigError):
         nt.custom_item("a:b", output={"type": "object", "properties": {"x": {"type": 5}}})
 

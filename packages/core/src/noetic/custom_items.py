@@ -46,6 +46,9 @@ __all__ = [
     "is_custom_item_event",
 ]
 
+#: Fields every final item carries itself; an output schema may not declare them (CI-2).
+_RESERVED_FIELDS = frozenset({"id", "type", "status", "data"})
+
 OutT = TypeVar("OutT")
 EventT = TypeVar("EventT")
 M = TypeVar("M", bound=BaseModel)
@@ -134,12 +137,13 @@ def custom_item(
             f"custom item {type!r}: output must describe an object",
             hint="Give output a pydantic model or a JSON Schema with type 'object'.",
         )
-    reserved = output_schema.property_names() & {"id", "type"}
+    reserved = output_schema.property_names() & _RESERVED_FIELDS
     if reserved:
         raise NoeticConfigError(
             "INVALID_CUSTOM_ITEM_OUTPUT",
-            f"custom item {type!r}: output declares {', '.join(sorted(reserved))}, which the runtime adds",
-            hint="Remove 'id' and 'type' from the output schema; every final item gets them automatically.",
+            f"custom item {type!r}: output declares {', '.join(sorted(reserved))}, which every item already has",
+            hint="Rename those fields: a final item is {id, type, status, data, **output}, so its output "
+            "fields may not be called 'id', 'type', 'status' or 'data'.",
         )
     return CustomItemDecl(type, description=description, event=event_schema, output=output_schema)
 
