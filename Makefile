@@ -8,6 +8,7 @@ RUN := scripts/bootstrap.sh
 
 demo:
 	$(RUN) python examples/demo.py
+	$(RUN) noetic run examples/batch.json
 
 test:
 	$(RUN) pytest
