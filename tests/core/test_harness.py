@@ -252,3 +252,54 @@ async def test_custom_item_final_items_are_in_the_response() -> None:
         resp = await h.run("x")
     finals = [i for i in resp.items if isinstance(i, CustomItem)]
     assert len(finals) == 1 and finals[0].n == 3  # type: ignore[attr-defined]
+
+
+async def test_cancelling_the_caller_of_run_aborts_its_turn_and_keeps_the_thread_usable() -> None:
+    seen: list[nt.Context] = []
+
+    async def hang(value: str, ctx: nt.Context) -> str:
+        seen.append(ctx)
+        if value == "hang":
+            await anyio.sleep(30)
+        return value
+
+    async with nt.AgentHarness("h", agent_graph=nt.run_code("b", hang)) as h:
+        events: list[str] = []
+
+        async def consume() -> None:
+            async for event in h.get_full_stream():
+                events.append(event.type)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consume)
+            await anyio.wait_all_tasks_blocked()
+            with anyio.move_on_after(0.05):
+                await h.run("hang")
+        assert seen[0].aborted and events[-1] == "h:turn_aborted"
+        with pytest.raises(nt.NoeticError) as err:
+            await h.get_agent_response()
+        assert err.value.code == "cancelled"
+        assert (await h.run("next")).output == "next"
+
+
+async def test_input_queued_behind_an_inline_run_still_gets_its_turn() -> None:
+    gate = anyio.Event()
+
+    async def body(value: str) -> str:
+        if value == "first":
+            await gate.wait()
+        return value
+
+    async with nt.AgentHarness("h", agent_graph=nt.run_code("b", body)) as h:
+        results: list[str] = []
+
+        async def first() -> None:
+            results.append((await h.run("first")).output)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(first)
+            await anyio.wait_all_tasks_blocked()
+            await h.execute("second")
+            gate.set()
+        assert results == ["first"]
+        assert (await h.get_agent_response()).output == "second"

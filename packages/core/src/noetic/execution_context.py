@@ -13,7 +13,7 @@ cancels every abortable operation in flight on this context (a blocked `recv`, a
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -82,7 +82,15 @@ class Abortable:
         ctx = self._ctx
         if ctx._aborted:
             raise cancelled(ctx._abort_reason)
-        scope = self._scope = anyio.CancelScope()
+        # anyio.CancelScope() looks the backend up on every call; a context lives on one
+        # event loop, so after its first scope it instantiates the backend's class directly.
+        scope_type = ctx._scope_type
+        if scope_type is None:
+            scope = anyio.CancelScope()
+            ctx._scope_type = type(scope)
+        else:
+            scope = scope_type()
+        self._scope = scope
         scope.__enter__()
         ctx._scopes.add(scope)
         return scope
@@ -125,6 +133,7 @@ class Context:
         "_layers",
         "_out",
         "_rolled_up",
+        "_scope_type",
         "_scopes",
         "_started",
         "_step_count",
@@ -132,7 +141,7 @@ class Context:
         "depth",
         "id",
         "item_log",
-        "last_layer_usage",
+        "_layer_usage",
         "last_step_meta",
         "parent",
         "resource_id",
@@ -151,7 +160,6 @@ class Context:
     resource_id: str | None
     span: Span
     last_step_meta: StepMeta | None
-    last_layer_usage: LastLayerUsage | None
 
     def __init__(
         self,
@@ -178,7 +186,7 @@ class Context:
         self.resource_id = resource_id or (parent.resource_id if parent else execution.resource_id)
         self.span = Span(self.id)
         self.last_step_meta = None
-        self.last_layer_usage = None
+        self._layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None
         self._started = time.monotonic()
         self._step_count = 0
         self._in = 0
@@ -193,6 +201,7 @@ class Context:
         self._abort_reason: str | None = None
         self._abort_event: anyio.Event | None = None
         self._scopes: set[anyio.CancelScope] = set()
+        self._scope_type: type[anyio.CancelScope] | None = None if parent is None else parent._scope_type
         self._children: set[Context] = set()
         self._rolled_up = False
         if parent is not None:
@@ -241,6 +250,18 @@ class Context:
     def fs(self) -> FsAdapter:
         """The harness filesystem; use it for every file operation inside steps and tools."""
         return self._exec.harness.fs
+
+    @property
+    def last_layer_usage(self) -> LastLayerUsage | None:
+        """How the most recent model call decomposed the context window (None before one)."""
+        usage = self._layer_usage
+        if callable(usage):  # computed on first read: most runs never look at it
+            usage = self._layer_usage = usage()
+        return usage
+
+    @last_layer_usage.setter
+    def last_layer_usage(self, usage: LastLayerUsage | Callable[[], LastLayerUsage] | None) -> None:
+        self._layer_usage = usage
 
     @property
     def root(self) -> Context:

@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 
 from noetic.channels import ChannelStore
-from noetic.errors import NoeticConfigError, NoeticError
+from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import Context
 from noetic.ids import new_item_id
 from noetic.items import Item, ItemLog, is_item, user_message
@@ -34,7 +34,7 @@ from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.model import ModelAdapter
 from noetic.runtime import Execution
-from noetic.steps.base import Step, execute, reset_frame
+from noetic.steps.base import Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streams import StreamEvent, TurnStream, items_from_events
 from noetic.tools import Tool
@@ -76,15 +76,34 @@ class HarnessResponse:
     cost: float
     billed_cost: float
     held_cost: float
-    last_layer_usage: LastLayerUsage | None
     execution_id: str
     thread_id: str
+    _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = field(default=None, repr=False)
+
+    @property
+    def last_layer_usage(self) -> LastLayerUsage | None:
+        """The per-layer breakdown of the turn's last model call (None when it made none)."""
+        usage = self._layer_usage
+        if callable(usage):  # computed on first read
+            usage = usage()
+            object.__setattr__(self, "_layer_usage", usage)
+        return usage
 
 
 class _Ticket:
     """One accepted input waiting for (or done with) its turn."""
 
-    __slots__ = ("done", "error", "execution_id", "input", "resource_id", "response", "restored", "state")
+    __slots__ = (
+        "_waiter",
+        "error",
+        "execution_id",
+        "finished",
+        "input",
+        "resource_id",
+        "response",
+        "restored",
+        "state",
+    )
 
     def __init__(
         self,
@@ -99,9 +118,23 @@ class _Ticket:
         self.resource_id = resource_id
         self.state = state
         self.restored = restored
-        self.done = anyio.Event()
+        self.finished = False
+        self._waiter: anyio.Event | None = None
         self.response: HarnessResponse | None = None
         self.error: NoeticError | None = None
+
+    def finish(self, response: HarnessResponse, error: NoeticError | None) -> None:
+        """Record the turn's outcome and wake whoever waits for it."""
+        self.response, self.error, self.finished = response, error, True
+        if self._waiter is not None:
+            self._waiter.set()
+
+    async def wait(self) -> None:
+        """Return once the turn that took this input has finished."""
+        if not self.finished:
+            if self._waiter is None:
+                self._waiter = anyio.Event()
+            await self._waiter.wait()
 
 
 class _Session:
@@ -422,6 +455,8 @@ class AgentHarness:
         resource_id: str | None,
         state: Any,
         restored: Restored | None = None,
+        *,
+        start_worker: bool = True,
     ) -> _Ticket:
         tg = self._require_started()
         if self.agent_graph is None:
@@ -433,7 +468,7 @@ class AgentHarness:
         session = self._session(thread_id)
         ticket = _Ticket(input, execution_id, resource_id, state, restored)
         session.queue.append(ticket)
-        if not session.running:
+        if start_worker and not session.running:
             session.running = True
             tg.start_soon(self._drain, session)
         return ticket
@@ -464,23 +499,32 @@ class AgentHarness:
         With `storage=`, the execution is checkpointed as it goes, under `execution_id` when
         given (an id that already has a checkpoint raises `EXECUTION_EXISTS`).
         """
-        return await self._outcome(self._enqueue(input, thread_id, execution_id, resource_id, state))
+        ticket = self._enqueue(input, thread_id, execution_id, resource_id, state, start_worker=False)
+        session = self._session(thread_id)
+        if not session.running:  # an idle thread: run the turn in the caller's task, no worker
+            session.running = True
+            await self._drain(session)
+        return await self._outcome(ticket)
 
     async def _outcome(self, ticket: _Ticket) -> HarnessResponse:
-        await ticket.done.wait()
+        await ticket.wait()
         if ticket.error is not None:
             raise ticket.error
         assert ticket.response is not None
         return ticket.response
 
     async def _drain(self, session: _Session) -> None:
+        """Run the thread's queued turns one after the other until its queue is empty."""
         try:
             while session.queue:
                 tickets, session.queue = _next_turn(session.queue)
                 await self._turn(session, tickets)
         finally:
             session.running = False
-            if session.idle is not None:
+            if session.queue and self._tg is not None:  # interrupted with input still queued
+                session.running = True
+                self._tg.start_soon(self._drain, session)
+            elif session.idle is not None:
                 session.idle.set()
                 session.idle = None
 
@@ -505,6 +549,12 @@ class AgentHarness:
         return ""
 
     async def _turn(self, session: _Session, tickets: list[_Ticket]) -> None:
+        """Run one turn: build its root context, run the graph, finish and answer the tickets.
+
+        The finish is shielded: a turn whose task is cancelled (the caller of an inline `run`,
+        harness shutdown) still tears its layers down, ends its stream and answers its tickets
+        with `cancelled` before the cancellation goes on.
+        """
         first = tickets[0]
         restored = first.restored
         turn_id = new_item_id("turn")
@@ -524,7 +574,7 @@ class AgentHarness:
         started = time.monotonic()
         run.emit("turn_started", {"turn_id": turn_id, "thread_id": session.thread_id, "execution_id": ctx.id})
         first_item = len(session.log) if restored is None else restored.snapshot.first_item
-        reset_frame()
+        frame = reset_frame()
         output: Any = None
         error: NoeticError | None = None
         try:
@@ -534,14 +584,35 @@ class AgentHarness:
             output = await execute(self.agent_graph, graph_input, ctx)  # type: ignore[arg-type]
         except NoeticError as exc:
             error = exc
+        except BaseException:
+            ctx.abort("the turn was interrupted")
+            error = cancelled("the turn was interrupted")
+            raise
         finally:
-            session.current = None
-            if run.recorder is not None:
-                await run.recorder.close()
+            restore_frame(frame)
+            with anyio.CancelScope(shield=True):
+                await self._finish_turn(run, session, tickets, output, error, first_item, started)
+
+    async def _finish_turn(
+        self,
+        run: Execution,
+        session: _Session,
+        tickets: list[_Ticket],
+        output: Any,
+        error: NoeticError | None,
+        first_item: int,
+        started: float,
+    ) -> None:
+        ctx = run.root
+        assert ctx is not None
+        session.current = None
+        if run.recorder is not None:
+            await run.recorder.close()
         await run.layers.finish_root(error)
         if ctx.completed:
             output = ctx.completion_value
         response = self._response(ctx, output, first_item)
+        turn_id = run.turn_id
         if error is None:
             session.last_response, session.last_error = response, None
             run.emit(
@@ -552,8 +623,7 @@ class AgentHarness:
             kind = "turn_aborted" if error.code == "cancelled" else "turn_failed"
             run.emit(kind, {"turn_id": turn_id, "reason": error.message, "error": error})
         for ticket in tickets:
-            ticket.response, ticket.error = response, error
-            ticket.done.set()
+            ticket.finish(response, error)
 
     async def _make_durable(
         self, run: Execution, graph_input: Any, first_item: int, restored: Restored | None
@@ -573,20 +643,17 @@ class AgentHarness:
     def _response(self, ctx: Context, output: Any, first_item: int) -> HarnessResponse:
         items = tuple(ctx.item_log.items)
         text = output if isinstance(output, str) else last_assistant_text(items[first_item:])
-        tokens = ctx.tokens
         return HarnessResponse(
             output=output,
             text=text,
             items=items,
-            usage=RoundUsage(
-                input_tokens=tokens.input, output_tokens=tokens.output, cached_tokens=tokens.cached
-            ),
+            usage=RoundUsage(input_tokens=ctx._in, output_tokens=ctx._out, cached_tokens=ctx._cached),
             cost=ctx.cost,
             billed_cost=ctx.billed_cost,
             held_cost=ctx.held_cost,
-            last_layer_usage=ctx.last_layer_usage,
             execution_id=ctx.id,
             thread_id=ctx.thread_id,
+            _layer_usage=ctx._layer_usage,
         )
 
     # --- results ----------------------------------------------------------------------------

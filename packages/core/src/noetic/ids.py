@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 
 __all__ = ["new_execution_id", "new_item_id"]
 
@@ -14,7 +13,8 @@ def new_execution_id() -> str:
     value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
     value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
     value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
-    return str(uuid.UUID(int=value))
+    hexa = f"{value:032x}"  # what str(uuid.UUID(int=value)) gives, without building the object
+    return f"{hexa[:8]}-{hexa[8:12]}-{hexa[12:16]}-{hexa[16:20]}-{hexa[20:]}"
 
 
 def new_item_id(prefix: str = "item") -> str:

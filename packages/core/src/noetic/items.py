@@ -87,6 +87,9 @@ class OtherPart(_WireModel):
     type: str
 
 
+_TEXT_PARTS = (InputText, OutputText)
+
+
 def _part_tag(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
     return kind if kind in ("input_text", "output_text", "refusal") else "other"
@@ -137,7 +140,7 @@ class MessageItem(_ItemBase):
     @property
     def text(self) -> str:
         """The concatenated text of the message's text parts."""
-        return "".join(p.text for p in self.content if isinstance(p, InputText | OutputText))
+        return "".join(p.text for p in self.content if isinstance(p, _TEXT_PARTS))
 
 
 class FunctionCallItem(_ItemBase):

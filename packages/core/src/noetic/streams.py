@@ -3,9 +3,10 @@
 Every event is a `StreamEvent(source, type, data)`: `source="framework"` for runtime events
 typed `{harness name}:{event}` (`turn_started`, `item_appended`, `step_started`, …) and
 `source="sdk"` for model deltas (`response.output_text.delta`, …). A `TurnStream` belongs to one
-thread; it keeps the events of the running turn (up to 10,000) so a subscriber that arrives
-mid-turn sees them, and ends each subscription when the turn ends. Publishing costs one append
-per event plus one append per subscriber; a waiting subscriber is woken once per batch.
+thread; it keeps the events of the running turn (up to 10,000, dropped when it ends) so a
+subscriber that arrives mid-turn sees them, and ends each subscription when the turn ends.
+Publishing costs one append per event plus one append per subscriber; a waiting subscriber is
+woken once per batch.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import anyio
@@ -21,7 +23,7 @@ from noetic.custom_items import CustomItem, CustomItemEvent
 from noetic.items import Item, MessageItem, OutputText
 from noetic.model import TextDelta
 
-__all__ = ["TURN_END_EVENTS", "StreamEvent", "TurnStream", "items_from_events"]
+__all__ = ["TURN_END_EVENTS", "StreamEvent", "TurnStream", "items_from_events", "make_event"]
 
 #: Event names (after the `{name}:` prefix) that end a turn.
 TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_aborted"})
@@ -37,12 +39,37 @@ class StreamEvent:
     data: Any
 
 
+_new_event = object.__new__
+_set_source = StreamEvent.__dict__["source"].__set__
+_set_type = StreamEvent.__dict__["type"].__set__
+_set_data = StreamEvent.__dict__["data"].__set__
+
+
+def make_event(source: Literal["sdk", "framework"], type: str, data: Any) -> StreamEvent:
+    """`StreamEvent(source, type, data)` for the runtime's hot paths.
+
+    The frozen dataclass's `__init__` sets each field through `object.__setattr__`; writing the
+    slots directly gives the same immutable event at about two thirds of the cost.
+    """
+    event: StreamEvent = _new_event(StreamEvent)
+    _set_source(event, source)
+    _set_type(event, type)
+    _set_data(event, data)
+    return event
+
+
 class _Subscriber:
     __slots__ = ("pending", "wake")
 
     def __init__(self) -> None:
         self.pending: deque[StreamEvent] = deque()
         self.wake: anyio.Event | None = None
+
+
+@lru_cache(maxsize=64)
+def _end_types(harness_name: str) -> frozenset[str]:
+    """The full event types that end a turn of harness `harness_name` (shared by its threads)."""
+    return frozenset(f"{harness_name}:{name}" for name in TURN_END_EVENTS)
 
 
 class TurnStream:
@@ -53,7 +80,7 @@ class TurnStream:
     def __init__(self, harness_name: str):
         self._buffer: deque[StreamEvent] = deque(maxlen=_BUFFER)
         self._subscribers: list[_Subscriber] = []
-        self._end_types = frozenset(f"{harness_name}:{name}" for name in TURN_END_EVENTS)
+        self._end_types = _end_types(harness_name)
         self.active = False
 
     def start_turn(self) -> None:
@@ -72,6 +99,7 @@ class TurnStream:
                 wake.set()
         if event.type in self._end_types:
             self.active = False
+            self._buffer.clear()  # only subscribers of a running turn read it
 
     async def subscribe(self) -> AsyncIterator[StreamEvent]:
         """Events of the running turn (from its start) or of the next one, until it ends."""
@@ -99,18 +127,17 @@ async def items_from_events(events: AsyncIterator[StreamEvent]) -> AsyncIterator
     snapshots carrying the text so far; custom-item events arrive as in-progress custom items
     whose `.event` is the latest payload. A later snapshot with the same id replaces earlier ones.
     """
-    texts: dict[str, list[str]] = {}
+    texts: dict[str, str] = {}
     async for event in events:
         data = event.data
         if event.source == "sdk":
             if type(data) is TextDelta and data.item_id is not None:
-                parts = texts.setdefault(data.item_id, [])
-                parts.append(data.text)
+                text = texts[data.item_id] = texts.get(data.item_id, "") + data.text
                 yield MessageItem(
                     id=data.item_id,
                     status="in_progress",
                     role="assistant",
-                    content=[OutputText(text="".join(parts))],
+                    content=[OutputText(text=text)],
                 )
         elif event.type.endswith(":item_appended"):
             item = data["item"]

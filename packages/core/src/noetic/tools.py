@@ -66,9 +66,8 @@ class Tool:
         return ToolDefinition(self.name, self.description, self.input.json_schema)
 
     async def call(self, args: Any, ctx: Context) -> Any:
-        """Run the tool with already validated arguments."""
-        with ctx.abortable():
-            return await call_user(self.execute, self._with_ctx, args, ctx)
+        """Run the tool with already validated arguments (the caller holds the abortable scope)."""
+        return await call_user(self.execute, self._with_ctx, args, ctx)
 
     def __repr__(self) -> str:
         return f"tool({self.name!r})"
@@ -151,7 +150,8 @@ class InvokeTool(Step):
                 step_id=self.id,
                 retries_exhausted=False,
             ) from None
-        return await self.tool.call(args, ctx)
+        with ctx.abortable():
+            return await self.tool.call(args, ctx)
 
 
 def invoke_tool(

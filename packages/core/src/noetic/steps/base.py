@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
@@ -46,9 +46,14 @@ class Frame:
 _frame: ContextVar[Frame | None] = ContextVar("noetic_frame", default=None)
 
 
-def reset_frame() -> object:
+def reset_frame() -> Token[Frame | None]:
     """Start a fresh root frame in this task (the harness does this per turn); returns a token."""
     return _frame.set(Frame())
+
+
+def restore_frame(token: Token[Frame | None]) -> None:
+    """Put back the frame that was current before `reset_frame` returned `token`."""
+    _frame.reset(token)
 
 
 def current_frame() -> Frame:

@@ -37,6 +37,7 @@ __all__ = ["CallModel", "call_model", "last_assistant_text"]
 
 #: Tool rounds one step may run before it fails (the TypeScript Noetic's limit).
 MAX_TOOL_ROUNDS = 32
+_NO_USAGE = RoundUsage()
 
 
 def last_assistant_text(items: Sequence[Item]) -> str:
@@ -100,9 +101,12 @@ class CallModel(Step):
         self.max_rounds = max_rounds
 
     async def run(self, input: Any, ctx: Context) -> Any:
-        if self.layers is None:
-            return await self._call(input, ctx)
-        return await ctx._exec.layers.run_scoped(ctx, self.layers, lambda: self._call(input, ctx))
+        # One abortable scope covers the whole step — every round's stream and every tool run —
+        # so aborting the context cuts whatever is in flight (CTX-13).
+        with ctx.abortable():
+            if self.layers is None:
+                return await self._call(input, ctx)
+            return await ctx._exec.layers.run_scoped(ctx, self.layers, lambda: self._call(input, ctx))
 
     async def _call(self, input: Any, ctx: Context) -> Any:
         run = ctx._exec
@@ -117,7 +121,7 @@ class CallModel(Step):
         definitions = tuple(t.definition for t in tools.values())
         output_schema = self._output_json_schema()
         first_item = len(ctx.item_log)
-        usage = RoundUsage()
+        usage = _NO_USAGE
         cost = billed = to_decimal(0)
         calls: list[FunctionCallItem] = []
         rounds: list[RoundUsage] = []
@@ -141,7 +145,7 @@ class CallModel(Step):
             if layered is not None:
                 layered.note_round(response.usage)
                 rounds.append(response.usage)
-            usage = _add_usage(usage, response.usage)
+            usage = response.usage if round_no == 0 else _add_usage(usage, response.usage)
             cost += round_cost
             billed += round_billed
             for item in response.items:
@@ -170,7 +174,10 @@ class CallModel(Step):
             response_items=response_items,
         )
         if layered is None:
-            ctx.last_layer_usage = run.layer_usage(ctx, adapter.model_id, instructions, definitions)
+            seen = request.items  # the view of the last round, measured only if someone asks
+            ctx.last_layer_usage = lambda: run.layer_usage(
+                ctx, adapter.model_id, instructions, definitions, seen
+            )
             return self._final_output(response_items)
         base = run.layer_usage(ctx, adapter.model_id, instructions, definitions, history=())
         ctx.last_layer_usage = layered.usage(base)  # the history bucket is the layered view's
@@ -223,13 +230,12 @@ class CallModel(Step):
         run.emit("model_call_started", {"step_id": self.id, "model_id": request.model_id, "round": round_no})
         response: ModelResponse | None = None
         publish = run.publish_delta
-        with ctx.abortable():
-            async with aclosing(adapter.stream(request, cancel=ctx)) as stream:  # type: ignore[type-var]
-                async for event in stream:
-                    if type(event) is TextDelta or type(event) is ReasoningDelta:
-                        publish(event)
-                    elif isinstance(event, ModelResponse):
-                        response = event
+        async with aclosing(adapter.stream(request, cancel=ctx)) as stream:  # type: ignore[type-var]
+            async for event in stream:
+                if type(event) is TextDelta or type(event) is ReasoningDelta:
+                    publish(event)
+                elif isinstance(event, ModelResponse):
+                    response = event
         if response is None:
             raise NoeticError(
                 "model_stream_error",
