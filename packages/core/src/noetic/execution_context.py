@@ -82,14 +82,10 @@ class Abortable:
         ctx = self._ctx
         if ctx._aborted:
             raise cancelled(ctx._abort_reason)
-        # anyio.CancelScope() looks the backend up on every call; a context lives on one
-        # event loop, so after its first scope it instantiates the backend's class directly.
-        scope_type = ctx._scope_type
-        if scope_type is None:
-            scope = anyio.CancelScope()
-            ctx._scope_type = type(scope)
-        else:
-            scope = scope_type()
+        # anyio.CancelScope() looks the backend up on every call; the harness runs on one event
+        # loop and remembers that backend's scope class when it starts.
+        scope_type = ctx._exec.harness._scope_type
+        scope = anyio.CancelScope() if scope_type is None else scope_type()
         self._scope = scope
         scope.__enter__()
         ctx._scopes.add(scope)
@@ -134,7 +130,6 @@ class Context:
         "_layers",
         "_out",
         "_rolled_up",
-        "_scope_type",
         "_scopes",
         "_started",
         "_step_count",
@@ -201,7 +196,6 @@ class Context:
         self._abort_reason: str | None = None
         self._abort_event: anyio.Event | None = None
         self._scopes: set[anyio.CancelScope] = set()
-        self._scope_type: type[anyio.CancelScope] | None = None if parent is None else parent._scope_type
         self._children: set[Context] = set()
         self._rolled_up = False
         if parent is not None:

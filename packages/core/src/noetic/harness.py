@@ -233,6 +233,7 @@ class AgentHarness:
         self._sessions: dict[str, _Session] = {}
         self._adapters: dict[str, ModelAdapter] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._scope_type: type[anyio.CancelScope] | None = None
         self._background = 0
         self._background_idle: anyio.Event | None = None
 
@@ -360,6 +361,7 @@ class AgentHarness:
             )
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        self._scope_type = type(anyio.CancelScope())  # this event loop's scope class (see Abortable)
         return self
 
     async def __aexit__(
@@ -590,8 +592,11 @@ class AgentHarness:
             raise
         finally:
             restore_frame(frame)
-            with anyio.CancelScope(shield=True):
+            if run.recorder is None and run.layers.root is None:  # nothing in the finish can block
                 await self._finish_turn(run, session, tickets, output, error, first_item, started)
+            else:
+                with anyio.CancelScope(shield=True):
+                    await self._finish_turn(run, session, tickets, output, error, first_item, started)
 
     async def _finish_turn(
         self,
@@ -606,6 +611,7 @@ class AgentHarness:
         ctx = run.root
         assert ctx is not None
         session.current = None
+        session.log._listeners.clear()  # the finished execution must not stay reachable from the log
         if run.recorder is not None:
             await run.recorder.close()
         await run.layers.finish_root(error)

@@ -7,16 +7,14 @@ calls through the `Billing` it hands to model adapters.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from noetic.execution_context import Context, to_decimal
 from noetic.items import Item, ItemLog
 from noetic.layers.runtime import LayerRuntime
-from noetic.model import ReasoningDelta, TextDelta, ToolDefinition
-from noetic.streams import TurnStream, make_event
-from noetic.tokens import estimate_items, estimate_text, estimate_value
-from noetic.usage import LastLayerUsage
+from noetic.model import ReasoningDelta, TextDelta
+from noetic.streams import StreamEvent, TurnStream
 
 if TYPE_CHECKING:
     from noetic.durable.ledger import LedgerWrite, StepLedger
@@ -27,29 +25,6 @@ __all__ = ["Execution", "RuntimeBilling"]
 
 _TEXT_DELTA = "response.output_text.delta"
 _REASONING_DELTA = "response.reasoning_text.delta"
-#: Token estimates of tool definitions by identity. A definition is frozen and a tool keeps its
-#: own, so one JSON encoding serves every later call; the cache holds the definition it measured
-#: (so its id cannot be reused) and starts over when full.
-_TOOL_TOKENS: dict[int, tuple[ToolDefinition, int]] = {}
-_TOOL_TOKENS_MAX = 1024
-
-
-def _tool_tokens(definition: ToolDefinition) -> int:
-    """The estimated tokens of one tool definition as sent to the model."""
-    hit = _TOOL_TOKENS.get(id(definition))
-    if hit is not None and hit[0] is definition:
-        return hit[1]
-    tokens = estimate_value(
-        {
-            "name": definition.name,
-            "description": definition.description,
-            "parameters": dict(definition.parameters),
-        }
-    )
-    if len(_TOOL_TOKENS) >= _TOOL_TOKENS_MAX:
-        _TOOL_TOKENS.clear()
-    _TOOL_TOKENS[id(definition)] = (definition, tokens)
-    return tokens
 
 
 class _Hold:
@@ -137,12 +112,12 @@ class Execution:
 
     def emit(self, event: str, data: Any) -> None:
         """Publish a framework event `{harness name}:{event}`."""
-        self._stream.publish(make_event("framework", self._prefix + event, data))
+        self._stream.publish(StreamEvent("framework", self._prefix + event, data))
 
     def publish_delta(self, delta: TextDelta | ReasoningDelta) -> None:
         """Publish a model delta on the full stream."""
         kind = _TEXT_DELTA if type(delta) is TextDelta else _REASONING_DELTA
-        self._stream.publish(make_event("sdk", kind, delta))
+        self._stream.publish(StreamEvent("sdk", kind, delta))
 
     def watch_log(self, ctx: Context) -> None:
         """Publish `item_appended` for every item appended to `ctx.item_log`."""
@@ -165,29 +140,6 @@ class Execution:
     def billing(self, ctx: Context) -> RuntimeBilling:
         """The paid-call accounting handle for a model call on `ctx`."""
         return RuntimeBilling(ctx, self.harness)
-
-    # --- model-call snapshot ----------------------------------------------------------------
-
-    def layer_usage(
-        self,
-        ctx: Context,
-        model_id: str,
-        instructions: str | None,
-        tools: Sequence[ToolDefinition],
-        history: Sequence[Item] | None = None,
-    ) -> LastLayerUsage:
-        """The `LastLayerUsage` of a call that had no context layers."""
-        system = estimate_text(instructions) if instructions else 0
-        tools_tokens = sum(_tool_tokens(t) for t in tools)
-        history_tokens = estimate_items(ctx.item_log.items if history is None else history)
-        return LastLayerUsage(
-            execution_id=ctx.id,
-            model_id=model_id,
-            system_prompt_tokens=system,
-            tools_tokens=tools_tokens,
-            history_tokens=history_tokens,
-            total_used_tokens=system + tools_tokens + history_tokens,
-        )
 
     # --- durability -------------------------------------------------------------------------
 

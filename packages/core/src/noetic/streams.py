@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import anyio
 
@@ -23,39 +22,19 @@ from noetic.custom_items import CustomItem, CustomItemEvent
 from noetic.items import Item, MessageItem, OutputText
 from noetic.model import TextDelta
 
-__all__ = ["TURN_END_EVENTS", "StreamEvent", "TurnStream", "items_from_events", "make_event"]
+__all__ = ["TURN_END_EVENTS", "StreamEvent", "TurnStream", "items_from_events"]
 
 #: Event names (after the `{name}:` prefix) that end a turn.
 TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_aborted"})
 _BUFFER = 10_000
 
 
-@dataclass(frozen=True, slots=True)
-class StreamEvent:
-    """One event of the full stream."""
+class StreamEvent(NamedTuple):
+    """One event of the full stream (an immutable named tuple: cheap on the hot path)."""
 
     source: Literal["sdk", "framework"]
     type: str
     data: Any
-
-
-_new_event = object.__new__
-_set_source = StreamEvent.__dict__["source"].__set__
-_set_type = StreamEvent.__dict__["type"].__set__
-_set_data = StreamEvent.__dict__["data"].__set__
-
-
-def make_event(source: Literal["sdk", "framework"], type: str, data: Any) -> StreamEvent:
-    """`StreamEvent(source, type, data)` for the runtime's hot paths.
-
-    The frozen dataclass's `__init__` sets each field through `object.__setattr__`; writing the
-    slots directly gives the same immutable event at about two thirds of the cost.
-    """
-    event: StreamEvent = _new_event(StreamEvent)
-    _set_source(event, source)
-    _set_type(event, type)
-    _set_data(event, data)
-    return event
 
 
 class _Subscriber:

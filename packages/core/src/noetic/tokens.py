@@ -14,8 +14,9 @@ from noetic.items import (
     MessageItem,
     ReasoningItem,
 )
+from noetic.model import ToolDefinition
 
-__all__ = ["estimate_item_tokens", "estimate_items", "estimate_text", "estimate_value"]
+__all__ = ["estimate_item_tokens", "estimate_items", "estimate_text", "estimate_tool", "estimate_value"]
 
 
 def estimate_text(text: str) -> int:
@@ -51,3 +52,28 @@ def estimate_item_tokens(item: Item) -> int:
 def estimate_items(items: Iterable[Item]) -> int:
     """Tokens of a sequence of items."""
     return sum(estimate_item_tokens(item) for item in items)
+
+
+#: Estimates of tool definitions by identity. A definition is frozen and a tool keeps its own, so
+#: one JSON encoding serves every later call; the cache holds the definition it measured (so its
+#: id cannot be reused) and starts over when full.
+_TOOL_TOKENS: dict[int, tuple[ToolDefinition, int]] = {}
+_TOOL_TOKENS_MAX = 1024
+
+
+def estimate_tool(definition: ToolDefinition) -> int:
+    """Tokens of one tool definition as sent to the model."""
+    hit = _TOOL_TOKENS.get(id(definition))
+    if hit is not None and hit[0] is definition:
+        return hit[1]
+    tokens = estimate_value(
+        {
+            "name": definition.name,
+            "description": definition.description,
+            "parameters": dict(definition.parameters),
+        }
+    )
+    if len(_TOOL_TOKENS) >= _TOOL_TOKENS_MAX:
+        _TOOL_TOKENS.clear()
+    _TOOL_TOKENS[id(definition)] = (definition, tokens)
+    return tokens

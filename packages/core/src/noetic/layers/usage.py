@@ -10,12 +10,38 @@ sum of the layer tokens and the three buckets.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from noetic.items import Item
 from noetic.layers.anchoring import BandedView, ServeInfo
+from noetic.model import ToolDefinition
+from noetic.tokens import estimate_items, estimate_text, estimate_tool
 from noetic.usage import LastLayerUsage, LayerUsageEntry
 
-__all__ = ["with_layers"]
+__all__ = ["window_usage", "with_layers"]
 
 _FRESH_ANCHOR = ServeInfo("anchor", "fresh", False, 0.0, 0.0)
+
+
+def window_usage(
+    execution_id: str,
+    model_id: str,
+    instructions: str | None,
+    tools: Sequence[ToolDefinition],
+    history: Sequence[Item],
+) -> LastLayerUsage:
+    """The system, tools and history buckets of one call (the whole snapshot without layers)."""
+    system = estimate_text(instructions) if instructions else 0
+    tools_tokens = sum(estimate_tool(t) for t in tools)
+    history_tokens = estimate_items(history)
+    return LastLayerUsage(
+        execution_id=execution_id,
+        model_id=model_id,
+        system_prompt_tokens=system,
+        tools_tokens=tools_tokens,
+        history_tokens=history_tokens,
+        total_used_tokens=system + tools_tokens + history_tokens,
+    )
 
 
 def with_layers(base: LastLayerUsage, banded: BandedView) -> LastLayerUsage:

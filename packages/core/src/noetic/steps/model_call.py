@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -23,6 +24,7 @@ from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
 from noetic.layers.call import LayeredCall
 from noetic.layers.contract import CallResult
 from noetic.layers.layer_set import LayerSet
+from noetic.layers.usage import window_usage
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import Step
@@ -174,12 +176,12 @@ class CallModel(Step):
             response_items=response_items,
         )
         if layered is None:
-            seen = request.items  # the view of the last round, measured only if someone asks
-            ctx.last_layer_usage = lambda: run.layer_usage(
-                ctx, adapter.model_id, instructions, definitions, seen
+            # measured only if someone reads it; the closure keeps the view, not the context
+            ctx.last_layer_usage = partial(
+                window_usage, ctx.id, adapter.model_id, instructions, definitions, request.items
             )
             return self._final_output(response_items)
-        base = run.layer_usage(ctx, adapter.model_id, instructions, definitions, history=())
+        base = window_usage(ctx.id, adapter.model_id, instructions, definitions, history=())
         ctx.last_layer_usage = layered.usage(base)  # the history bucket is the layered view's
         text = last_assistant_text(response_items)
         await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
