@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -111,17 +111,15 @@ class ModelRequest:
     billing: Billing | None = None
 
 
-@dataclass(slots=True, frozen=True)
-class TextDelta:
-    """A piece of assistant text as it streams."""
+class TextDelta(NamedTuple):
+    """A piece of assistant text as it streams (a named tuple: one is made per delta)."""
 
     text: str
     item_id: str | None = None
 
 
-@dataclass(slots=True, frozen=True)
-class ReasoningDelta:
-    """A piece of reasoning text as it streams."""
+class ReasoningDelta(NamedTuple):
+    """A piece of reasoning text as it streams (a named tuple: one is made per delta)."""
 
     text: str
     item_id: str | None = None

@@ -117,7 +117,7 @@ class Execution:
     def publish_delta(self, delta: TextDelta | ReasoningDelta) -> None:
         """Publish a model delta on the full stream."""
         kind = _TEXT_DELTA if type(delta) is TextDelta else _REASONING_DELTA
-        self._stream.publish(StreamEvent("sdk", kind, delta))
+        self._stream.deliver(StreamEvent("sdk", kind, delta))
 
     def watch_log(self, ctx: Context) -> None:
         """Publish `item_appended` for every item appended to `ctx.item_log`."""

@@ -67,8 +67,9 @@ class TurnStream:
         self._buffer.clear()
         self.active = True
 
-    def publish(self, event: StreamEvent) -> None:
-        """Deliver one event to the buffer and every subscriber."""
+    def deliver(self, event: StreamEvent) -> None:
+        """Deliver one event that cannot end the turn (a model delta) to the buffer and every
+        subscriber; a waiting subscriber is woken once."""
         self._buffer.append(event)
         for sub in self._subscribers:
             sub.pending.append(event)
@@ -76,6 +77,10 @@ class TurnStream:
             if wake is not None:
                 sub.wake = None
                 wake.set()
+
+    def publish(self, event: StreamEvent) -> None:
+        """Deliver one event, ending the turn's buffering when it is a turn-end event."""
+        self.deliver(event)
         if event.type in self._end_types:
             self.active = False
             self._buffer.clear()  # only subscribers of a running turn read it

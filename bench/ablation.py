@@ -1,0 +1,147 @@
+"""Where S1's cost goes, in instructions: stub one part of noetic out and count what disappears.
+
+    python bench/ablation.py [PART ...]         # needs valgrind; default: every part
+
+The machine the benchmarks run on is shared, so wall and CPU times of small parts drown in
+noise. Instruction counts from valgrind's cachegrind are deterministic (±0.01 %) and do not
+depend on load. For each part this runs the S1 round trip 20 and 220 times under cachegrind,
+with that part stubbed out, and reports instructions per round trip (two model rounds); the
+difference to `base` is what the part costs. A stubbed run is not a correct run: it only
+measures. Parts:
+
+- `emit`: framework events (`Execution.emit`; payloads are still built);
+- `nogc`: the cyclic garbage collector;
+- `abortable`: `ctx.abortable()` cancel scopes;
+- `fake`: the fake model's own work (prebuilt responses instead);
+- `user_message`: building the user message item;
+- `add_usage`: summing `RoundUsage` per round;
+- `encode`: JSON-encoding the tool result;
+- `validate`: validating the tool arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+Undo = list[Callable[[], None]]
+
+
+def _patch(owner: Any, name: str, value: Any, undo: Undo) -> None:
+    if not hasattr(owner, name):
+        raise SystemExit(f"{owner!r} has no {name!r} any more: this part cannot be stubbed on this tree")
+    old = getattr(owner, name)
+    setattr(owner, name, value)
+    undo.append(lambda: setattr(owner, name, old))
+
+
+class _NoScope:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+
+def _stub(part: str, undo: Undo) -> None:
+    import noetic.execution_context as ec
+    import noetic.runtime as rt
+    import noetic.steps.model_call as mc
+    import noetic.tools as tl
+    from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem, OutputText, user_message
+    from noetic.model import ModelResponse
+    from noetic.schema import Schema
+    from noetic.usage import RoundUsage
+    from subjects import noetic_subject as subject
+
+    if part == "emit":
+        _patch(rt.Execution, "emit", lambda self, event, data: None, undo)
+    elif part == "nogc":
+        import gc
+
+        gc.disable()
+        undo.append(gc.enable)
+    elif part == "abortable":
+        scope = _NoScope()
+        _patch(ec.Context, "abortable", lambda self: scope, undo)
+    elif part == "fake":
+        usage = RoundUsage(input_tokens=12, output_tokens=6)
+        call = FunctionCallItem(call_id="call_1", name="add", arguments='{"a": 1, "b": 2}')
+        text = MessageItem(role="assistant", content=[OutputText(text="The answer is 3.")])
+        first = ModelResponse(items=(call,), usage=usage, model_id="bench-fake")
+        last = ModelResponse(items=(text,), usage=usage, model_id="bench-fake")
+
+        async def stream(self: Any, request: Any, *, cancel: Any) -> Any:
+            yield last if type(request.items[-1]) is FunctionCallOutputItem else first
+
+        _patch(subject.FakeModel, "stream", stream, undo)
+    elif part == "user_message":
+        message = user_message("What is 1 + 2?")
+        _patch(mc, "user_message", lambda text: message, undo)
+    elif part == "add_usage":
+        _patch(mc, "_add_usage", lambda a, b: b, undo)
+    elif part == "encode":
+        _patch(tl, "encode_output", lambda value: "3", undo)
+    elif part == "validate":
+        args = subject.AddArgs(a=1, b=2)
+        _patch(Schema, "validate_json", lambda self, text: args, undo)
+    elif part != "base":
+        raise SystemExit(f"unknown part {part!r}")
+
+
+PARTS = (
+    "base",
+    "emit",
+    "nogc",
+    "abortable",
+    "layer_usage",
+    "fake",
+    "user_message",
+    "add_usage",
+    "encode",
+    "validate",
+)
+
+
+async def _round_trips(part: str, runs: int) -> None:
+    from subjects import noetic_subject as subject
+
+    _stub(part, [])
+    async with subject.session() as run_once:
+        for i in range(runs):
+            await run_once(i)
+
+
+def _instructions(part: str, runs: int) -> int:
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    command += [sys.executable, __file__, "--inner", part, str(runs)]
+    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"))
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"cachegrind gave no count for {part}: {done.stderr[-400:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main(parts: list[str]) -> None:
+    base = None
+    for part in ["base", *[p for p in parts if p != "base"]]:
+        per_run = (_instructions(part, 220) - _instructions(part, 20)) // 200
+        base = per_run if base is None else base
+        saved = "" if part == "base" else f"  (the part costs {base - per_run:,})"
+        print(f"{part:<13} {per_run:>10,} instructions per round trip{saved}", flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--inner"]:
+        asyncio.run(_round_trips(sys.argv[2], int(sys.argv[3])))
+    else:
+        main(sys.argv[1:] or list(PARTS[1:]))

@@ -1,0 +1,372 @@
+"""Turn the raw samples of `run.py` into tables, a console summary, `report.md` and `ratios.png`.
+
+Every figure is a median over repetitions with its min–max. Ratios compare costs (time per
+unit of work, or memory), so a ratio above 1 always means "that many times heavier": each
+peer's cost over noetic's, and noetic's cost over the hand-written limit's.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import growth
+
+PEERS = ("pydantic-ai", "openai-agents", "langgraph")
+ANALYSIS = Path(__file__).resolve().parent / "ANALYSIS.md"
+
+
+@dataclass
+class Stat:
+    """A metric's samples: median, min, max, and the failures seen."""
+
+    values: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.values)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How to read one scenario: the figure per sample, its unit, and whether more is better."""
+
+    title: str
+    unit: str
+    value: Callable[[dict[str, Any]], float]
+    higher_is_better: bool = False
+    target: float | None = None
+    fmt: str = "{:,.1f}"
+
+
+METRICS: dict[str, Metric] = {
+    "s1": Metric(
+        "S1 tool round trip: time per model round",
+        "µs",
+        lambda r: r["seconds"] / r["rounds"] * 1e6,
+        target=100.0,
+    ),
+    "s2": Metric(
+        "S2 streaming: deltas per second",
+        "deltas/s",
+        lambda r: r["deltas"] / r["seconds"],
+        True,
+        500_000.0,
+        "{:,.0f}",
+    ),
+    "s3": Metric(
+        "S3 fan-out: 1,000 concurrent round trips, wall time",
+        "s",
+        lambda r: r["seconds"],
+        target=0.3,
+        fmt="{:.3f}",
+    ),
+    "s3mem": Metric(
+        "S3 fan-out: RSS growth", "MiB", lambda r: r["rss_growth_mib"], target=20.0, fmt="{:.1f}"
+    ),
+    "s4": Metric(
+        "S4 import: cold import in a fresh interpreter",
+        "s",
+        lambda r: r["seconds"],
+        target=0.25,
+        fmt="{:.3f}",
+    ),
+}
+
+
+def _stat(results: list[dict[str, Any]], value: Callable[[dict[str, Any]], float]) -> Stat:
+    stat = Stat()
+    for result in results:
+        if "error" in result:
+            stat.errors.append(result["error"])
+        elif "pending" in result:
+            stat.errors.append("pending: " + result["pending"])
+        else:
+            stat.values.append(value(result))
+    return stat
+
+
+def summarise(raw: dict[str, Any]) -> dict[str, Any]:
+    """{metric: {subject: Stat}} plus {"growth": {scenario: {size: Stat}}}."""
+    samples: dict[str, list[dict[str, Any]]] = raw["samples"]
+    tables: dict[str, Any] = {}
+    for key, metric in METRICS.items():
+        prefix = "s3" if key == "s3mem" else key
+        rows = {}
+        for sample_key, results in samples.items():
+            scenario, _, subject = sample_key.partition("/")
+            if scenario == prefix:
+                rows[subject] = _stat(results, metric.value)
+        if rows:
+            tables[key] = rows
+    grown: dict[str, dict[int, Stat]] = {}
+    for sample_key, results in samples.items():
+        if sample_key.startswith("growth/"):
+            _, name, size = sample_key.split("/")
+            grown.setdefault(name, {})[int(size)] = _stat(results, lambda r: r["seconds"] / r["units"] * 1e6)
+    if grown:
+        tables["growth"] = grown
+    return tables
+
+
+def cost_ratio(metric: Metric, heavier: Stat, lighter: Stat) -> float | None:
+    """How many times `heavier`'s cost is `lighter`'s (None when either failed)."""
+    if not (heavier.ok and lighter.ok):
+        return None
+    a, b = heavier.median, lighter.median
+    return b / a if metric.higher_is_better else a / b
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f}×" if value >= 10 else f"{value:.2f}×"
+
+
+def _range(metric: Metric, stat: Stat) -> str:
+    if not stat.ok:
+        return "failed: " + (stat.errors[0] if stat.errors else "no samples")
+    return f"{metric.fmt.format(stat.median)} ({metric.fmt.format(min(stat.values))}–{metric.fmt.format(max(stat.values))})"
+
+
+def _met(metric: Metric, stat: Stat) -> str:
+    if metric.target is None or not stat.ok:
+        return "—"
+    ok = stat.median >= metric.target if metric.higher_is_better else stat.median <= metric.target
+    return "met" if ok else "NOT met"
+
+
+def scenario_rows(key: str, rows: dict[str, Stat]) -> list[list[str]]:
+    """Table rows: subject, median (min–max), ratio to noetic, and noetic over the limit."""
+    metric = METRICS[key]
+    noetic = rows.get("noetic")
+    out = []
+    for subject, stat in rows.items():
+        if subject == "noetic":
+            ratio = "1 (reference)"
+        elif noetic is None:
+            ratio = "—"
+        elif subject in ("limit", "noetic deps", "pydantic floor"):
+            ratio = f"noetic is {_ratio(cost_ratio(metric, noetic, stat))} of this"
+        else:
+            ratio = _ratio(cost_ratio(metric, stat, noetic))
+        out.append([subject, _range(metric, stat), ratio])
+    order = {
+        name: i
+        for i, name in enumerate(("noetic", "noetic-items", *PEERS, "limit", "noetic deps", "pydantic floor"))
+    }
+    return sorted(out, key=lambda row: order.get(row[0], 99))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def growth_rows(grown: dict[str, dict[int, Stat]]) -> list[list[str]]:
+    """One row per growth scenario: µs per unit at each size, and the largest over the smallest."""
+    rows = []
+    for name, sizes in grown.items():
+        unit = growth.UNITS[name]
+        cells = []
+        pending = None
+        for size in sorted(sizes):
+            stat = sizes[size]
+            if stat.ok:
+                cells.append(f"{size}: {stat.median:,.0f} ({min(stat.values):,.0f}–{max(stat.values):,.0f})")
+            else:
+                pending = stat.errors[0] if stat.errors else "no samples"
+        if pending is not None and not cells:
+            rows.append([name, f"µs per {unit}", pending, "—"])
+            continue
+        ok = [sizes[s] for s in sorted(sizes) if sizes[s].ok]
+        spread = f"{ok[-1].median / ok[0].median:.2f}×" if len(ok) > 1 else "—"
+        rows.append([name, f"µs per {unit}", "; ".join(cells), spread])
+    return rows
+
+
+def console(tables: dict[str, Any]) -> str:
+    """The plain-text summary printed at the end of a run."""
+    parts = []
+    for key, metric in METRICS.items():
+        if key in tables:
+            parts.append(f"\n{metric.title} [{metric.unit}]")
+            for subject, value, ratio in scenario_rows(key, tables[key]):
+                parts.append(f"  {subject:<14} {value:<36} {ratio}")
+    if "growth" in tables:
+        parts.append("\nnoetic growth scenarios (median µs per unit at each size; largest/smallest)")
+        for name, unit, cells, spread in growth_rows(tables["growth"]):
+            parts.append(f"  {name:<11} {unit:<20} {cells}   {spread}")
+    return "\n".join(parts)
+
+
+def plot(tables: dict[str, Any], path: Path) -> None:
+    """Horizontal bars of every ratio, on a log scale, one group per scenario."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels, values, colors = [], [], []
+    palette = {
+        "pydantic-ai": "#e4572e",
+        "openai-agents": "#17bebb",
+        "langgraph": "#ffc914",
+        "limit": "#76b041",
+    }
+    for key, metric in METRICS.items():
+        rows = tables.get(key)
+        if not rows or "noetic" not in rows:
+            continue
+        noetic = rows["noetic"]
+        short = metric.title.split(":")[0] + (" mem" if key == "s3mem" else "")
+        for peer in PEERS:
+            if peer in rows and (r := cost_ratio(metric, rows[peer], noetic)) is not None:
+                labels.append(f"{short}: {peer} / noetic")
+                values.append(r)
+                colors.append(palette[peer])
+        if "limit" in rows and (r := cost_ratio(metric, noetic, rows["limit"])) is not None:
+            labels.append(f"{short}: noetic / limit")
+            values.append(r)
+            colors.append(palette["limit"])
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(labels) + 1.5))
+    y = list(range(len(labels)))[::-1]
+    ax.barh(y, values, color=colors)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlim(left=0.8, right=max(values) * 2.5)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    for yi, v in zip(y, values, strict=True):
+        ax.text(v, yi, f" {v:.1f}×", va="center", fontsize=7)
+    ax.set_xlabel("cost ratio (log scale; > 1: the first is that many times heavier)")
+    ax.set_title("Peers relative to noetic, and noetic relative to the hand-written limit", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+NOTES = """\
+## How it is measured
+
+- Every measurement runs in a fresh interpreter (`bench/worker.py`); a repetition runs each
+  scenario for each subject once, rotating the subject order, and the tables give the median and
+  min–max over the repetitions. The machine is shared by other work, so the spread matters.
+- All subjects play the same conversation against an in-process fake model with no network: the
+  user asks a question, the model calls `add(a=1, b=2)`, the framework validates the arguments
+  against the tool's schema, runs it, sends the result back, and the model answers. The fake
+  model reports token usage so no framework needs to estimate it.
+- S1: 2,000 sequential runs after 20 warm-up runs; time per model round = total / 4,000.
+- S2: one run whose model streams 20,000 deltas of 4 characters, consumed through the
+  framework's streaming API; every subject checks it saw all 20,000 deltas and the full text.
+  The fake model never suspends between deltas (they arrive as fast as the framework takes them).
+- S3: 1,000 round trips started together (`asyncio.gather`) after 20 warm-up runs; wall time,
+  and RSS growth of the worker process (peak RSS after the runs minus RSS before them).
+- S4: seconds to run the import statement in a fresh interpreter (interpreter start-up
+  excluded), three interpreters per repetition, after the bytecode caches are warm.
+- The limit is a hand-written asyncio loop doing the same work (dict messages, pydantic
+  validation of the tool arguments, a deque+event hand-off for streaming): no framework can
+  do less and stay correct.
+
+## Fairness notes
+
+- noetic: one `AgentHarness` for all runs; every run is a turn on its own `thread_id` (the
+  documented way to run independent conversations; reusing one thread would grow its history).
+  The harness keeps each thread's session (log and stream buffer), which S3's memory includes.
+  S2 reads `h.get_full_stream()` (row `noetic`); row `noetic-items` reads `h.get_item_stream()`,
+  whose in-progress snapshots carry the whole text so far (HA-5), so each snapshot costs more as
+  the text grows.
+- pydantic-ai: `FunctionModel` (its own test double) with `async def` functions (a plain `def`
+  would run in a worker thread). Its streamed response estimates tokens per delta, a small cost a
+  real provider model does not pay. `stream_text(delta=True, debounce_by=None)`: the default
+  debounce (0.1 s) would hand fewer, larger chunks to the consumer.
+- OpenAI Agents SDK: a custom `Model` subclass (the SDK ships no public fake); stream events
+  are built with `model_construct` like the `openai` client builds them. Tracing is disabled
+  (`RunConfig(tracing_disabled=True)`): its default exporter would call the network.
+- LangGraph: the ReAct graph of its documentation (`StateGraph(MessagesState)`, a model node,
+  prebuilt `ToolNode` and `tools_condition`) on a `BaseChatModel` subclass with async
+  `_agenerate`/`_astream` that binds tools like a provider integration; no checkpointer. The fake
+  hands LangGraph already-parsed tool arguments (it parses the JSON string once, as an
+  integration does).
+- S4 imports what each S1 program needs from the framework: `noetic`, `pydantic_ai`, `agents`,
+  `langgraph.graph` + `langgraph.prebuilt`. `noetic deps` imports noetic's own dependencies
+  (pydantic, anyio, pluggy) the way DESIGN.md's 0.16 s floor did; pydantic loads its model
+  machinery lazily, so `pydantic floor` also defines one `BaseModel`: the floor of any library
+  that defines pydantic models at import time, noetic included.
+"""
+
+
+def markdown(raw: dict[str, Any], tables: dict[str, Any]) -> str:
+    """The whole report."""
+    env = raw.get("environment", {})
+    versions = ", ".join(f"{k} {v}" for k, v in env.get("versions", {}).items())
+    out = [
+        "# Benchmarks: noetic beside pydantic-ai, the OpenAI Agents SDK and LangGraph",
+        "",
+        f"Measured {env.get('date', '?')} on {env.get('cores', '?')} cores ({env.get('cpu', '?')}), "
+        f"Python {env.get('python', '?')}, commit {env.get('commit', '?')}; {raw.get('reps', '?')} repetitions "
+        f"in {raw.get('minutes', 0):.1f} minutes; load average at the end "
+        f"{', '.join(f'{x:.2f}' for x in env.get('load_average', ()))}.",
+        f"Versions: {versions}.",
+        "",
+        "Reproduce with `make bench` (or `uv run --group bench python bench/run.py`; `--reps N`, "
+        "`--only s1 s2 …`). Ratios compare costs: above 1 means that many times heavier.",
+        "",
+        "## Targets (DESIGN.md §6)",
+        "",
+    ]
+    target_rows = []
+    for key, metric in METRICS.items():
+        stat = tables.get(key, {}).get("noetic")
+        if metric.target is None or stat is None:
+            continue
+        sign = "≥" if metric.higher_is_better else "≤"
+        target_rows.append(
+            [
+                metric.title,
+                f"{sign} {metric.fmt.format(metric.target)} {metric.unit}",
+                _range(metric, stat),
+                _met(metric, stat),
+            ]
+        )
+    out += [_table(["scenario", "target", "noetic median (min–max)", ""], target_rows), ""]
+    out += ["## Results", ""]
+    for key, metric in METRICS.items():
+        if key in tables:
+            out += [f"### {metric.title} ({metric.unit})", ""]
+            out += [
+                _table(
+                    ["subject", f"median (min–max) {metric.unit}", "peer / noetic"],
+                    scenario_rows(key, tables[key]),
+                ),
+                "",
+            ]
+    if "growth" in tables:
+        out += [
+            "### noetic growth scenarios",
+            "",
+            "Median µs per unit of work at each size (min–max); the last column is the largest size's "
+            "cost per unit over the smallest's (1× = linear in the work).",
+            "",
+            _table(
+                ["scenario", "unit", "size: µs per unit", "largest / smallest"], growth_rows(tables["growth"])
+            ),
+            "",
+        ]
+    out += ["## Ratios", "", "![ratios](ratios.png)", "", NOTES]
+    if ANALYSIS.exists():
+        out += ["", ANALYSIS.read_text().strip(), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def write(raw: dict[str, Any], tables: dict[str, Any], out: Path) -> None:
+    """Write report.md and ratios.png into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(markdown(raw, tables))
+    plot(tables, out / "ratios.png")

@@ -1,0 +1,211 @@
+"""Run every benchmark interleaved and write `bench/results/report.md` and `ratios.png`.
+
+    make bench                                  # or: uv run --group bench python bench/run.py
+    python bench/run.py --reps 3 --only s1 s2   # fewer repetitions, some scenarios
+
+The peers (pydantic-ai, the OpenAI Agents SDK, LangGraph) live in the root pyproject's `bench`
+dependency group, which `uv sync` does not install. Started outside that environment, this
+script re-runs itself through `uv run --group bench` in its own environment `bench/.venv`, so
+the development environment stays as `uv sync --all-packages --locked` leaves it.
+
+Every measurement runs in a fresh interpreter (`bench/worker.py`). One repetition runs every
+scenario once for every subject, rotating the subject order; the report gives medians with
+min–max over the repetitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+PEERS = ("pydantic_ai", "agents", "langgraph", "matplotlib", "psutil")
+
+SUBJECTS = ("noetic", "pydantic-ai", "openai-agents", "langgraph", "limit")
+S2_SUBJECTS = ("noetic", "noetic-items", "pydantic-ai", "openai-agents", "langgraph", "limit")
+#: What S4 times in a fresh interpreter for each subject (the modules its S1 program needs).
+IMPORTS = {
+    "noetic": "import noetic",
+    "pydantic-ai": "import pydantic_ai",
+    "openai-agents": "import agents",
+    "langgraph": "import langgraph.graph, langgraph.prebuilt",
+    "limit": "import asyncio, json, pydantic",
+    "noetic deps": "import pydantic, anyio, pluggy",
+    # pydantic loads its model machinery on first use: the floor of any library defining a model
+    "pydantic floor": 'import anyio, pluggy; from pydantic import BaseModel; type("M", (BaseModel,), {"__annotations__": {"x": int}})',
+}
+IMPORT_SAMPLES = 3  # fresh interpreters per subject and repetition
+SCENARIOS = ("s1", "s2", "s3", "s4", "growth")
+WORKER_TIMEOUT = 900.0
+
+
+def ensure_environment() -> None:
+    """Re-run under `uv run --group bench` unless the peers are importable here."""
+    if all(importlib.util.find_spec(name) is not None for name in PEERS):
+        return
+    uv = os.environ.get("UV") or shutil.which("uv") or str(ROOT / ".tools" / "bin" / "uv")
+    if os.environ.get("NOETIC_BENCH_REEXEC") or not Path(uv).exists():
+        missing = [name for name in PEERS if importlib.util.find_spec(name) is None]
+        raise SystemExit(
+            f"the benchmark needs the bench dependency group (missing: {', '.join(missing)}); "
+            "run it as `uv run --group bench python bench/run.py` (uv is required)"
+        )
+    env = dict(os.environ, NOETIC_BENCH_REEXEC="1", UV_PROJECT_ENVIRONMENT=str(BENCH / ".venv"))
+    env.pop("VIRTUAL_ENV", None)
+    command = [uv, "run", "--project", str(ROOT), "--locked", "--all-packages", "--no-default-groups"]
+    command += ["--group", "bench", "python", str(Path(__file__).resolve()), *sys.argv[1:]]
+    os.execvpe(uv, command, env)
+
+
+def worker(*args: str) -> dict[str, Any]:
+    """One measurement in a fresh interpreter; failures are returned, not raised."""
+    command = [sys.executable, str(BENCH / "worker.py"), *args]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=WORKER_TIMEOUT, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {WORKER_TIMEOUT:.0f} s"}
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def import_time(statement: str) -> dict[str, Any]:
+    """Seconds `statement` takes in a fresh interpreter (startup itself excluded)."""
+    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+    return {"seconds": float(done.stdout.strip())}
+
+
+def rotate(names: tuple[str, ...], by: int) -> list[str]:
+    """`names` starting at position `by` (so no subject always runs first)."""
+    k = by % len(names)
+    return [*names[k:], *names[:k]]
+
+
+def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
+    """Every measurement of every repetition: {"scenario/subject[/size]": [result, ...]}."""
+    import growth
+
+    samples: dict[str, list[dict[str, Any]]] = {}
+
+    def record(key: str, result: dict[str, Any]) -> None:
+        samples.setdefault(key, []).append(result)
+        shown = result.get("error") or result.get("pending") or f"{result.get('seconds', 0):.4f} s"
+        print(f"  {key:<34} {shown}", file=log, flush=True)
+
+    if "s4" in only:  # the first import after an install also writes bytecode caches
+        for statement in IMPORTS.values():
+            import_time(statement)
+    for rep in range(reps):
+        print(f"repetition {rep + 1}/{reps}", file=log, flush=True)
+        for scenario in only:
+            if scenario == "s4":
+                for name in rotate(tuple(IMPORTS), rep):
+                    for _ in range(IMPORT_SAMPLES):
+                        record(f"s4/{name}", import_time(IMPORTS[name]))
+            elif scenario == "growth":
+                for name, sizes in growth.SIZES.items():
+                    for size in sizes:
+                        record(f"growth/{name}/{size}", worker("growth", name, str(size)))
+            else:
+                subjects = S2_SUBJECTS if scenario == "s2" else SUBJECTS
+                for name in rotate(subjects, rep):
+                    record(f"{scenario}/{name}", worker(scenario, name))
+    return samples
+
+
+def environment() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for dist in (
+        "noetic-core",
+        "pydantic-ai-slim",
+        "openai-agents",
+        "langgraph",
+        "langchain-core",
+        "pydantic",
+        "anyio",
+    ):
+        try:
+            versions[dist] = version(dist)
+        except PackageNotFoundError:
+            versions[dist] = "not installed"
+    cpu = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "packages"], capture_output=True, text=True, cwd=ROOT
+    )
+    return {
+        "python": sys.version.split()[0],
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "commit": commit.stdout.strip()
+        + ("+uncommitted changes in packages/" if dirty.stdout.strip() else ""),
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "versions": versions,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=5, help="repetitions of every measurement (default 5)")
+    parser.add_argument(
+        "--only", nargs="+", choices=SCENARIOS, default=list(SCENARIOS), help="scenarios to run"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS, help="where report.md, ratios.png and raw.json go"
+    )
+    parser.add_argument(
+        "--from-raw",
+        type=Path,
+        default=None,
+        help="re-render the report from a raw.json instead of measuring",
+    )
+    args = parser.parse_args()
+    ensure_environment()
+    sys.path.insert(0, str(BENCH))
+    import report
+
+    if args.from_raw is not None:
+        raw = json.loads(args.from_raw.read_text())
+    else:
+        started = time.monotonic()
+        samples = run(args.reps, tuple(args.only), sys.stderr)
+        raw = {
+            "environment": environment(),
+            "reps": args.reps,
+            "minutes": (time.monotonic() - started) / 60,
+            "samples": samples,
+        }
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "raw.json").write_text(json.dumps(raw, indent=1) + "\n")
+    tables = report.summarise(raw)
+    print(report.console(tables))
+    report.write(raw, tables, args.out)
+    print(f"\nwrote {args.out / 'report.md'} and {args.out / 'ratios.png'}")
+
+
+if __name__ == "__main__":
+    main()

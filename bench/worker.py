@@ -1,0 +1,132 @@
+"""One measurement in a fresh interpreter: `python bench/worker.py SCENARIO SUBJECT [SIZE]`.
+
+Prints one JSON object on stdout. `run.py` starts one worker per measurement, so no scenario
+or framework shares a process (or its memory and import state) with another.
+
+- `s1 SUBJECT`: `S1_RUNS` sequential round trips after `WARMUP` untimed ones.
+- `s2 SUBJECT`: one streaming run of `S2_DELTAS` deltas after a short untimed one.
+- `s3 SUBJECT`: `S3_RUNS` concurrent round trips; RSS before and after in this process.
+- `growth SCENARIO SIZE`: one noetic growth scenario at one size (see `growth.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+S1_RUNS = 2000
+S2_DELTAS = 20_000
+S3_RUNS = 1000
+WARMUP = 20
+
+SUBJECTS = {
+    "noetic": "subjects.noetic_subject",
+    "noetic-items": "subjects.noetic_subject",
+    "pydantic-ai": "subjects.pydantic_ai_subject",
+    "openai-agents": "subjects.openai_agents_subject",
+    "langgraph": "subjects.langgraph_subject",
+    "limit": "subjects.limit_subject",
+}
+
+
+def _rss() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def _expect(answer: str) -> None:
+    from subjects.common import ANSWER
+
+    if answer != ANSWER:
+        raise AssertionError(f"wrong answer {answer!r}")
+
+
+async def s1(subject: Any) -> dict[str, Any]:
+    async with subject.session() as run_once:
+        for i in range(WARMUP):
+            _expect(await run_once(-1 - i))
+        gc.collect()
+        cpu, started = time.process_time(), time.perf_counter()
+        for i in range(S1_RUNS):
+            _expect(await run_once(i))
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"seconds": seconds, "cpu_seconds": cpu, "runs": S1_RUNS, "rounds": 2 * S1_RUNS}
+
+
+async def s2(subject: Any, items: bool) -> dict[str, Any]:
+    from subjects.common import delta_chunks
+
+    stream = subject.stream_items if items else subject.stream
+    await stream(delta_chunks(100))
+    chunks = delta_chunks(S2_DELTAS)
+    gc.collect()
+    cpu, started = time.process_time(), time.perf_counter()
+    seen, text = await stream(chunks)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    if seen != S2_DELTAS or text != "".join(chunks):
+        raise AssertionError(f"saw {seen} deltas and {len(text)} characters")
+    return {"seconds": seconds, "cpu_seconds": cpu, "deltas": seen}
+
+
+async def s3(subject: Any) -> dict[str, Any]:
+    async with subject.session() as run_once:
+        for answer in await asyncio.gather(*(run_once(-1 - i) for i in range(WARMUP))):
+            _expect(answer)
+        gc.collect()
+        before = _rss()
+        cpu, started = time.process_time(), time.perf_counter()
+        answers = await asyncio.gather(*(run_once(i) for i in range(S3_RUNS)))
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        after = _rss()
+        peak = _peak_rss()
+    for answer in answers:
+        _expect(answer)
+    return {
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "runs": S3_RUNS,
+        "rss_growth_mib": (max(after, peak) - before) / 2**20,
+        "rss_end_growth_mib": (after - before) / 2**20,
+    }
+
+
+async def growth(name: str, size: int) -> dict[str, Any]:
+    import growth as scenarios
+
+    try:
+        seconds, units = await scenarios.SCENARIOS[name](size)
+    except scenarios.Pending as exc:
+        return {"pending": str(exc)}
+    return {"seconds": seconds, "units": units}
+
+
+def main(argv: list[str]) -> dict[str, Any]:
+    scenario = argv[0]
+    if scenario == "growth":
+        return asyncio.run(growth(argv[1], int(argv[2])))
+    subject = importlib.import_module(SUBJECTS[argv[1]])
+    if scenario == "s1":
+        return asyncio.run(s1(subject))
+    if scenario == "s2":
+        return asyncio.run(s2(subject, items=argv[1] == "noetic-items"))
+    if scenario == "s3":
+        return asyncio.run(s3(subject))
+    raise SystemExit(f"unknown scenario {scenario!r}")
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1:])))
