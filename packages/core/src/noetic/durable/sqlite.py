@@ -70,7 +70,11 @@ class SqliteCheckpointStore:
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-                conn.execute("PRAGMA journal_mode = WAL")
+                # Switching the mode takes a lock without waiting on the busy handler, so only a
+                # new database switches; an existing one is already in WAL (it is persistent).
+                (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+                if str(mode).lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = FULL")
                 self._prepare(conn)
             except BaseException:
