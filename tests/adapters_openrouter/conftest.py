@@ -123,46 +123,12 @@ class Wire:
     @staticmethod
     def responses_usage(usage: RoundUsage, cost: float | None) -> dict[str, Any]:
         """A Responses `usage` object that carries exactly the figures that are set."""
-        wire: dict[str, Any] = {
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-        }
-        details = {
-            k: v
-            for k, v in (
-                ("cached_tokens", usage.cached_tokens),
-                ("cache_write_tokens", usage.cache_write_tokens),
-            )
-            if v is not None
-        }
-        if details:
-            wire["input_tokens_details"] = details
-        if cost is not None:
-            wire["cost"] = cost
-        return wire
+        return _wire_usage(usage, cost, ("input_tokens", "output_tokens", "input_tokens_details"))
 
     @staticmethod
     def chat_usage(usage: RoundUsage, cost: float | None) -> dict[str, Any]:
         """A Chat Completions `usage` object that carries exactly the figures that are set."""
-        wire: dict[str, Any] = {
-            "prompt_tokens": usage.input_tokens,
-            "completion_tokens": usage.output_tokens,
-            "total_tokens": usage.input_tokens + usage.output_tokens,
-        }
-        details = {
-            k: v
-            for k, v in (
-                ("cached_tokens", usage.cached_tokens),
-                ("cache_write_tokens", usage.cache_write_tokens),
-            )
-            if v is not None
-        }
-        if details:
-            wire["prompt_tokens_details"] = details
-        if cost is not None:
-            wire["cost"] = cost
-        return wire
+        return _wire_usage(usage, cost, ("prompt_tokens", "completion_tokens", "prompt_tokens_details"))
 
     @staticmethod
     def responses_head(gen_id: str) -> list[dict[str, Any]]:
@@ -440,3 +406,23 @@ async def loopback() -> AsyncIterator[LoopbackServer]:
         yield server
         tg.cancel_scope.cancel()
     await listener.aclose()
+
+
+def _wire_usage(usage: RoundUsage, cost: float | None, names: tuple[str, str, str]) -> dict[str, Any]:
+    """A wire `usage` object under the endpoint's field `names` (input, output, details)."""
+    input_name, output_name, details_name = names
+    wire: dict[str, Any] = {
+        input_name: usage.input_tokens,
+        output_name: usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+    details = {
+        k: v
+        for k, v in (("cached_tokens", usage.cached_tokens), ("cache_write_tokens", usage.cache_write_tokens))
+        if v is not None
+    }
+    if details:
+        wire[details_name] = details
+    if cost is not None:
+        wire["cost"] = cost
+    return wire
