@@ -32,3 +32,21 @@ def test_step_failed_keeps_the_cause() -> None:
     cause = ValueError("boom")
     err = nt.NoeticError("step_failed", "step 'x' failed", cause=cause, step_id="x")
     assert err.cause is cause and err.__cause__ is cause
+
+
+def test_every_code_the_packages_raise_is_in_the_documented_lists() -> None:
+    """semantics §2.9: RUNTIME_CODES and CONFIG_CODES name every code raised by a literal."""
+    import re
+    from pathlib import Path
+
+    from noetic.errors import CONFIG_CODES, RUNTIME_CODES
+
+    packages = Path(__file__).resolve().parents[2] / "packages"
+    runtime, config = set(), set()
+    for source in packages.rglob("*.py"):
+        text = source.read_text()
+        runtime |= set(re.findall(r'NoeticError\(\s*"([A-Za-z_]+)"', text))
+        config |= set(re.findall(r'NoeticConfigError\(\s*"([A-Za-z_]+)"', text))
+    assert len(runtime) > 10 and len(config) > 20  # the scan found the raise sites
+    assert runtime - RUNTIME_CODES - CONFIG_CODES == set()
+    assert config - CONFIG_CODES == set()

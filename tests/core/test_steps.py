@@ -234,3 +234,10 @@ def test_tool_needs_a_name_and_a_valid_schema() -> None:
     with pytest.raises(nt.NoeticConfigError) as err:
         nt.tool("t", description="d", input={"type": 12}, execute=lambda a: a)
     assert err.value.code == "INVALID_TOOL_SCHEMA"
+
+
+async def test_an_9_requests_carry_cache_control_unless_the_context_cache_is_disabled() -> None:
+    on, off = ScriptedModel([text_reply("a")]), ScriptedModel([text_reply("b")])
+    await run_graph(nt.call_model("m"), "hi", model=on)
+    await run_graph(nt.call_model("m"), "hi", model=off, context_cache={"enabled": False})
+    assert on.calls[0].cache_control is True and off.calls[0].cache_control is False

@@ -102,10 +102,6 @@ class PricingCatalog:
         prices = self._prices or {}
         return prices.get(model_id) or prices.get(model_id.partition(":")[0])
 
-    def forget(self) -> None:
-        """Drop the cache (the next cut-off fetches prices again)."""
-        self._prices = None
-
 
 async def _fetch_prices(
     client: httpx.AsyncClient, url: str, auth: httpx.Auth

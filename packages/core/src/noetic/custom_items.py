@@ -78,15 +78,6 @@ class CustomItemDecl(Generic[OutT, EventT]):
         self.event = event
         self.output = output
 
-    def same_shape(self, other: CustomItemDecl[Any, Any]) -> bool:
-        """True when `other` declares the same type with the same schemas."""
-        return (
-            self.type == other.type
-            and self.output.json_schema == other.output.json_schema
-            and (self.event.json_schema if self.event else None)
-            == (other.event.json_schema if other.event else None)
-        )
-
     def __repr__(self) -> str:
         return f"custom_item({self.type!r})"
 

@@ -72,7 +72,6 @@ CONFIG_CODES = frozenset(
         "MISSING_MODEL",
         "EMPTY_STEP_ID",
         "EMPTY_TOOL_NAME",
-        "DUPLICATE_STEP_ID",
         "INVALID_STEP",
         "INVALID_TOOL_SCHEMA",
         "INVALID_CHANNEL",

@@ -208,9 +208,7 @@ class AgentHarness:
         self.config = HarnessConfig(name, dict(params or {}))
         self.agent_graph = agent_graph
         self.tools = tuple(tools)
-        self.layers = tuple(layers)
         self.emit_items_on_replay = emit_items_on_replay
-        self.context_cache = context_cache
         #: The harness layers (validated now; registered names resolve on first use).
         self.layer_set = LayerSet(layers)
         #: Where layer state persists between executions (LY-14); any `LayerStateStore`.
@@ -242,12 +240,7 @@ class AgentHarness:
     @property
     def cache_control(self) -> bool:
         """Whether prompt-cache anchoring is on (requests then carry `cache_control`)."""
-        cfg = self.context_cache
-        if cfg is None:
-            return True
-        if isinstance(cfg, Mapping):
-            return bool(cfg.get("enabled", True))
-        return bool(getattr(cfg, "enabled", True))
+        return self.layer_memory.anchors.config.enabled
 
     @property
     def plugin_manager(self) -> NoeticPluginManager:

@@ -30,8 +30,6 @@ __all__ = ["InvokeTool", "Tool", "invoke_tool", "run_tool_call", "tool"]
 class Tool:
     """A function the model may call by `name`."""
 
-    __slots__ = ("__dict__", "_with_ctx", "description", "execute", "input", "name")
-
     def __init__(self, name: str, *, description: str, input: Any, execute: Callable[..., Any]):
         if not isinstance(name, str) or not name.strip():
             raise NoeticConfigError(
@@ -114,7 +112,6 @@ class InvokeTool(Step):
     """Calls a tool directly: arguments are the input merged with `args` (args win)."""
 
     kind = "invoke_tool"
-    atomic = True
     __slots__ = ("args", "tool")
 
     def __init__(

@@ -316,11 +316,6 @@ class LayerFrame:
         for entry in self.entries:
             await entry.flush()
 
-    @property
-    def torn_down(self) -> bool:
-        """Whether teardown has started (it runs once)."""
-        return self._teardown is not None
-
     async def teardown(self, outcome: Outcome) -> None:
         """`on_complete(outcome)` then `dispose` for owned active entries, once (LY-10/11).
 

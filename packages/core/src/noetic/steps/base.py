@@ -91,8 +91,6 @@ class Step:
     """
 
     kind: ClassVar[str] = "step"
-    #: Atomic steps run user code or a model and record `ctx.last_step_meta`.
-    atomic: ClassVar[bool] = False
 
     __slots__ = ("custom_items", "emit_items", "id")
 

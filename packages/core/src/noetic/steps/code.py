@@ -25,7 +25,6 @@ class RunCode(Step):
     """
 
     kind = "run_code"
-    atomic = True
     __slots__ = ("_with_ctx", "execute", "retry")
 
     def __init__(

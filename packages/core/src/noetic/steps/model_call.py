@@ -11,6 +11,7 @@ even for a response that is then cut off by abort (the step then raises `cancell
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
 from functools import partial
@@ -61,7 +62,6 @@ class CallModel(Step):
     """
 
     kind = "call_model"
-    atomic = True
     __slots__ = ("instructions", "layers", "max_rounds", "model", "output", "params", "projection", "tools")
 
     def __init__(
@@ -210,7 +210,7 @@ class CallModel(Step):
         value = self.instructions
         if callable(value):
             value = value(ctx)
-            if hasattr(value, "__await__"):
+            if inspect.isawaitable(value):
                 value = await value
         return value
 
