@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
 
-__all__ = ["InvokeTool", "Tool", "invoke_tool", "run_tool_call", "tool"]
+__all__ = ["InvokeTool", "Tool", "error_output", "invoke_tool", "run_tool_call", "tool"]
 
 
 class Tool:
@@ -88,23 +88,24 @@ async def run_tool_call(
     found = tools.get(call.name)
     if found is None:
         message = f"unknown tool {call.name!r}; available: {', '.join(sorted(tools)) or 'none'}"
-        return _error_output(call, message), True
+        return error_output(call, message), True
     try:
         args = found.input.validate_json(call.arguments)
     except SchemaError as exc:
-        return _error_output(call, f"invalid arguments for tool {call.name!r}: {exc}"), True
+        return error_output(call, f"invalid arguments for tool {call.name!r}: {exc}"), True
     try:
         result = await found.call(args, ctx)
     except NoeticError as exc:
         if exc.code == "cancelled":
             raise
-        return _error_output(call, str(exc)), True
+        return error_output(call, str(exc)), True
     except Exception as exc:  # noqa: BLE001 - the model reads the error and may recover
-        return _error_output(call, f"tool {call.name!r} raised {type(exc).__name__}: {exc}"), True
+        return error_output(call, f"tool {call.name!r} raised {type(exc).__name__}: {exc}"), True
     return FunctionCallOutputItem(call_id=call.call_id, output=encode_output(result)), False
 
 
-def _error_output(call: FunctionCallItem, message: str) -> FunctionCallOutputItem:
+def error_output(call: FunctionCallItem, message: str) -> FunctionCallOutputItem:
+    """The output item telling the model its call failed: `{"error": message}`."""
     return FunctionCallOutputItem(call_id=call.call_id, output=json.dumps({"error": message}))
 
 

@@ -20,11 +20,20 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import to_decimal
-from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
+from noetic.items import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    Item,
+    MessageItem,
+    developer_message,
+    user_message,
+)
 from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
 from noetic.layers.call import LayeredCall
 from noetic.layers.contract import CallResult
 from noetic.layers.layer_set import LayerSet
+from noetic.layers.pipelines import append_items
+from noetic.layers.steering import MAX_STEERING_RETRIES, guard_tool_calls, judge_response
 from noetic.layers.usage import window_usage
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError, to_jsonable
@@ -114,9 +123,11 @@ class CallModel(Step):
         run = ctx._exec
         adapter = run.harness.resolve_model(self.model)
         if isinstance(input, str) and input:
-            ctx.item_log.append(user_message(input))
+            await append_items(ctx, [user_message(input)])  # through on_item_append (LY-2)
         instructions = await self._instructions(ctx)
-        layered = None if ctx._layers is None else await self._prepare_layers(ctx, input, instructions)
+        layered = (
+            None if ctx._layers is None else await self._prepare_layers(ctx, input, instructions, adapter)
+        )
         tools = {t.name: t for t in (*run.harness.tools, *self.tools)}
         if layered is not None:
             tools = {**layered.frame.tools(), **tools}
@@ -127,10 +138,14 @@ class CallModel(Step):
         cost = billed = to_decimal(0)
         calls: list[FunctionCallItem] = []
         rounds: list[RoundUsage] = []
-        for round_no in range(self.max_rounds + 1):
+        responses = steering_retries = 0
+        round_no = 0
+        while True:
             request = ModelRequest(
                 model_id=adapter.model_id,
-                items=tuple(ctx.item_log.items) if layered is None else layered.view(ctx.item_log.items),
+                items=tuple(ctx.item_log.items)
+                if layered is None
+                else await layered.view(ctx.item_log.items),
                 instructions=instructions,
                 tools=definitions,
                 output_schema=output_schema,
@@ -147,9 +162,16 @@ class CallModel(Step):
             if layered is not None:
                 layered.note_round(response.usage)
                 rounds.append(response.usage)
-            usage = response.usage if round_no == 0 else _add_usage(usage, response.usage)
+            usage = response.usage if responses == 0 else _add_usage(usage, response.usage)
+            responses += 1
             cost += round_cost
             billed += round_billed
+            if layered is not None:
+                guidance = await judge_response(ctx, response, self.id)  # after_model_call (LY-5)
+                if guidance is not None and steering_retries < MAX_STEERING_RETRIES:
+                    steering_retries += 1
+                    ctx.item_log.append(developer_message(guidance))
+                    continue  # the same round again, the response dropped
             for item in response.items:
                 ctx.item_log.append(item)
             round_calls = [i for i in response.items if isinstance(i, FunctionCallItem)]
@@ -163,8 +185,8 @@ class CallModel(Step):
                     retries_exhausted=True,
                 )
             calls.extend(round_calls)
-            for output in await self._run_tools(round_calls, tools, ctx):
-                ctx.item_log.append(output)
+            await append_items(ctx, await self._run_tools(round_calls, tools, ctx))  # LY-2
+            round_no += 1
         response_items = tuple(ctx.item_log.items[first_item:])
         ctx.last_step_meta = StepMeta(
             step_id=self.id,
@@ -187,7 +209,9 @@ class CallModel(Step):
         await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
         return self._final_output(response_items)
 
-    async def _prepare_layers(self, ctx: Context, input: Any, instructions: str | None) -> LayeredCall:
+    async def _prepare_layers(
+        self, ctx: Context, input: Any, instructions: str | None, adapter: ModelAdapter
+    ) -> LayeredCall:
         """Recall and band the context's layers for this step (they join the view each round)."""
         frame = ctx._layers
         assert frame is not None
@@ -203,6 +227,7 @@ class CallModel(Step):
                 instructions=instructions,
                 query=query,
                 projection=projection,
+                model=adapter,
             )
         return layered
 
@@ -255,10 +280,15 @@ class CallModel(Step):
     ) -> list[FunctionCallOutputItem]:
         run = ctx._exec
         outputs: list[FunctionCallOutputItem | None] = [None] * len(calls)
+        guarded = await guard_tool_calls(ctx, calls)  # before_tool_call, call by call (LY-6)
 
         async def one(index: int, call: FunctionCallItem) -> None:
             run.emit("tool_call_started", {"call_id": call.call_id, "name": call.name})
-            item, is_error = await run_tool_call(call, tools, ctx)
+            allowed = guarded[index]
+            if isinstance(allowed, FunctionCallOutputItem):
+                item, is_error = allowed, True
+            else:
+                item, is_error = await run_tool_call(allowed, tools, ctx)
             outputs[index] = item
             run.emit("tool_call_completed", {"call_id": call.call_id, "name": call.name, "error": is_error})
 
