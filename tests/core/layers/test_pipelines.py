@@ -9,7 +9,7 @@ from typing import Any
 
 import noetic as nt
 import pytest
-from noetic.items import Item, MessageItem, developer_message, item_text, user_message
+from noetic.items import FunctionCallOutputItem, Item, MessageItem, developer_message, item_text, user_message
 from noetic.layers import ContextLayer, ItemAppendResult, LayerContext
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 from pydantic import BaseModel
@@ -186,3 +186,101 @@ async def test_ly_4_pipeline_in_slot_order_and_failures_are_skipped(caplog: pyte
     assert events == [("tag", ["hi"]), ("broken", ["<hi>"]), ("upper", ["<hi>"])]
     assert response.text == "<HI>"
     assert any("project_history failed" in r.getMessage() for r in caplog.records)
+
+
+# --- re-render -----------------------------------------------------------------------------
+
+
+class Watcher(ContextLayer):
+    """Counts tool outputs in its state and asks for a re-render of `scope` when one lands."""
+
+    scope = "execution"
+    placement = "live"
+
+    def __init__(
+        self, id: str, recalls: list[str], *, slot: float, rerender: str | None = None, **attrs: Any
+    ):
+        self.id = id
+        self.slot = slot
+        self.recalls = recalls
+        self.rerender = rerender
+        for name, value in attrs.items():
+            setattr(self, name, value)
+
+    async def init(self, ctx: LayerContext) -> int:
+        return 0
+
+    async def recall(self, ctx: LayerContext, budget: float) -> str:
+        self.recalls.append(self.id)
+        return f"{self.id}: {ctx.state} tool outputs"
+
+    async def on_item_append(self, ctx: LayerContext, items: tuple[Item, ...]) -> ItemAppendResult | None:
+        if self.rerender is None:
+            return None
+        outputs = sum(isinstance(i, FunctionCallOutputItem) for i in items)
+        return ItemAppendResult(items, state=ctx.state + outputs, rerender=True, rerender_scope=self.rerender)  # type: ignore[arg-type]
+
+
+def developer_texts(request: Any) -> list[str]:
+    return [item_text(i) for i in request.items if isinstance(i, MessageItem) and i.role == "developer"]
+
+
+async def test_ly_2_a_rerender_after_tool_outputs_recalls_before_the_next_round() -> None:
+    """`rerender_scope="slot-after"` from slot 200: layers at slot >= 200 recall again before
+    round 2 (which sees the new count); the slot-100 layer keeps its first render."""
+    recalls: list[str] = []
+    layers = [
+        Watcher("low", recalls, slot=100),
+        Watcher("asker", recalls, slot=200, rerender="slot-after"),
+        Watcher("high", recalls, slot=300),
+    ]
+    model = ScriptedModel([tool_call_reply("echo", {"text": "x"}), text_reply("done")])
+    h = nt.AgentHarness("t", agent_graph=nt.call_model("m", tools=[ECHO]), model=model, layers=layers)
+    async with h:
+        await h.run("go")
+    assert recalls == ["low", "asker", "high", "asker", "high"]
+    assert "asker: 0 tool outputs" in developer_texts(model.calls[0])
+    assert "asker: 1 tool outputs" in developer_texts(model.calls[1])
+
+
+async def test_ly_2_rerender_scopes_self_and_all() -> None:
+    """`"self"` recalls only the asking layer; `"all"` recalls every layer."""
+    for scope, expected in (("self", ["b"]), ("all", ["a", "b", "c"])):
+        recalls: list[str] = []
+        layers = [
+            Watcher("a", recalls, slot=100),
+            Watcher("b", recalls, slot=200, rerender=scope),
+            Watcher("c", recalls, slot=300),
+        ]
+        model = ScriptedModel([tool_call_reply("echo", {"text": "x"}), text_reply("done")])
+        h = nt.AgentHarness("t", agent_graph=nt.call_model("m", tools=[ECHO]), model=model, layers=layers)
+        async with h:
+            await h.run("go")
+        assert recalls[3:] == expected, scope
+
+
+async def test_ly_2_a_rerender_on_input_refreshes_an_eventual_layer() -> None:
+    """An eventual layer is served from its cache on the next turn, unless an input pipeline
+    asked for a re-render that covers it."""
+
+    class Asker(ContextLayer):
+        id = "asker"
+        slot = 50
+        scope = "execution"
+
+        def __init__(self, ask: bool):
+            self.ask = ask
+
+        async def on_item_append(self, ctx: LayerContext, items: tuple[Item, ...]) -> ItemAppendResult:
+            return ItemAppendResult(items, rerender=self.ask, rerender_scope="all")
+
+    for ask, expected in ((False, 1), (True, 2)):
+        recalls: list[str] = []
+        lazy = Watcher("lazy", recalls, slot=100, recall_mode="eventual", scope="thread")
+        h = nt.AgentHarness(
+            "t", agent_graph=nt.call_model("m"), model=ScriptedModel.echo(), layers=[Asker(ask), lazy]
+        )
+        async with h:
+            await h.run("one")
+            await h.run("two")
+        assert len(recalls) == expected, ask

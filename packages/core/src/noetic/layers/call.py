@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -131,11 +131,14 @@ class LayeredCall:
     """One model step's layers; see the module docstring."""
 
     __slots__ = (
+        "_budgets",
         "_history_tokens",
+        "_instructions",
         "_judged",
         "_layer_tokens",
         "_log",
         "_memory",
+        "_outputs",
         "_system_tokens",
         "banded",
         "cap",
@@ -169,6 +172,9 @@ class LayeredCall:
         self._log = _SeenLog()
         self._layer_tokens = 0
         self._history_tokens = 0
+        self._budgets: dict[str, float] = {}
+        self._outputs: list[LayerOutput] = []
+        self._instructions: str | None = None
 
     @classmethod
     async def prepare(
@@ -193,27 +199,49 @@ class LayeredCall:
             system_prompt_tokens=system_tokens,
             response_reserve=projection.response_reserve,
         )
-        budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
-        outputs = await call._recall(entries, budgets)
+        call._budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
+        call._outputs = await call._recall(entries, call._budgets)
         await frame.flush()
+        await call._band(instructions)
+        return call
+
+    async def _band(self, instructions: str | None) -> None:
+        """Band the current layer outputs for the prompt cache (AN-1..AN-8)."""
+        memory, ctx, budgets = self._memory, self.ctx, self._budgets
 
         async def render_delta(
             layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...]
         ) -> str | None:
-            return await call._render_delta(layer_id, previous, current, budgets.get(layer_id, 0))
+            return await self._render_delta(layer_id, previous, current, budgets.get(layer_id, 0))
 
-        call.banded = await band_outputs(
-            outputs,
-            {e.id: getattr(e.layer, "placement", "auto") for e in entries},
+        self._instructions = instructions
+        self.banded = banded = await band_outputs(
+            self._outputs,
+            {e.id: getattr(e.layer, "placement", "auto") for e in self.frame.active()},
             store=memory.anchors,
             key=lineage_key(ctx.depth, ctx.thread_id, ctx.id),
             instructions=instructions,
-            window=call.cap,
+            window=self.cap,
             render_delta=render_delta,
         )
-        banded = call.banded
-        call._layer_tokens = sum(map(memory.item_tokens, (*banded.anchor, *banded.live, *banded.supersedes)))
-        return call
+        self._layer_tokens = sum(map(memory.item_tokens, (*banded.anchor, *banded.live, *banded.supersedes)))
+
+    async def rerender(self, layer_ids: Collection[str]) -> None:
+        """Recall `layer_ids` again and band the result, for the next round (LY-2 re-render).
+
+        The other layers keep this step's output; an anchored layer whose output changed is
+        published as a supersede, so the cached prefix stays valid.
+        """
+        entries = [e for e in self.frame.active() if e.id in layer_ids]
+        if not entries:
+            return
+        for entry in entries:
+            self._memory.recalls.invalidate(entry.cache_key)  # eventual layers render afresh
+        outputs = {o.layer_id: o for o in self._outputs if o.layer_id not in layer_ids}
+        outputs.update((o.layer_id, o) for o in await self._recall(entries, self._budgets))
+        await self.frame.flush()
+        self._outputs = [outputs[e.id] for e in self.frame.with_hook("recall") if e.id in outputs]
+        await self._band(self._instructions)
 
     async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
         outputs: list[LayerOutput] = []

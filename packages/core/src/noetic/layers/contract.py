@@ -85,6 +85,7 @@ __all__ = [
     "Placement",
     "RecallMode",
     "RecallResult",
+    "RerenderScope",
     "ReturnResult",
     "Scope",
     "Slot",
@@ -255,16 +256,24 @@ class CallResult:
     text: str
 
 
+#: Which layers a re-render recalls: the asking layer, it and every higher slot, or all.
+RerenderScope: TypeAlias = Literal["self", "slot-after", "all"]
+
+
 @dataclass(frozen=True, slots=True)
 class ItemAppendResult:
-    """`on_item_append`'s answer when it also replaces the layer state (LY-2).
+    """`on_item_append`'s answer when it also replaces the layer state or asks for a re-render
+    (LY-2).
 
     `items` are what goes on to the next layer (and finally into the log): the same items to
-    pass them through, fewer to drop some, others to rewrite or inject.
+    pass them through, fewer to drop some, others to rewrite or inject. `rerender=True` has the
+    layers of `rerender_scope` recalled before the next model round sees the new items.
     """
 
     items: Sequence[Item]
     state: Any = UNSET
+    rerender: bool = False
+    rerender_scope: RerenderScope = "slot-after"
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,8 @@ log = logging.getLogger("noetic.layers")
 
 #: Characters of an item's text that `truncate` always keeps.
 TRUNCATE_FLOOR_CHARS = 200
+#: Room the "characters truncated" marker takes.
+_MARKER_CHARS = 40
 #: The largest summary `summarize` makes room for (tokens).
 SUMMARY_MAX_TOKENS = 1024
 #: Summaries remembered per harness before the memory starts over.
@@ -109,7 +111,7 @@ def _cut(item: Item, excess_tokens: int) -> Item | None:
     text = _text_of(item)
     if text is None or len(text) <= TRUNCATE_FLOOR_CHARS:
         return None
-    keep = max(TRUNCATE_FLOOR_CHARS, len(text) - excess_tokens * CHARS_PER_TOKEN)
+    keep = max(TRUNCATE_FLOOR_CHARS, len(text) - excess_tokens * CHARS_PER_TOKEN - _MARKER_CHARS)
     shortened = f"{text[:keep]}\n[… {len(text) - keep} characters truncated]"
     if len(shortened) >= len(text):
         return None

@@ -185,7 +185,9 @@ class CallModel(Step):
                     retries_exhausted=True,
                 )
             calls.extend(round_calls)
-            await append_items(ctx, await self._run_tools(round_calls, tools, ctx))  # LY-2
+            rerender = await append_items(ctx, await self._run_tools(round_calls, tools, ctx))  # LY-2
+            if rerender and layered is not None:
+                await layered.rerender(rerender)
             round_no += 1
         response_items = tuple(ctx.item_log.items[first_item:])
         ctx.last_step_meta = StepMeta(
