@@ -275,3 +275,28 @@ async def test_ly_5_a_failing_judge_abstains_and_state_is_kept(caplog: pytest.Lo
     assert response.text == "2"
     assert kept == [2]  # one judgement per model response
     assert any("after_model_call failed" in r.getMessage() for r in caplog.records)
+
+
+async def test_ly_6_invoke_tool_steps_are_guarded_too() -> None:
+    """A direct `invoke_tool` step: the guard sees the arguments (call id = step id) and may
+    rewrite them; a block fails the step with `steering_denied`."""
+    events: list[Any] = []
+    seen: list[Any] = []
+    rewrite = Guard("rewrite", events, lambda call: ToolCallDecision(override_args={"a": 1, "b": 1}))
+    h = nt.AgentHarness(
+        "t", agent_graph=nt.invoke_tool("direct", adder(seen), {"a": 9, "b": 9}), layers=[rewrite]
+    )
+    async with h:
+        response = await h.run(None)
+    assert response.output == 2 and seen == [(1, 1)]
+    assert events == [("rewrite", "add", {"a": 9, "b": 9}, "direct")]
+
+    block = Guard("gate", [], lambda call: ToolCallDecision(block="not from this graph"))
+    h = nt.AgentHarness(
+        "t", agent_graph=nt.invoke_tool("direct", adder(seen), {"a": 2, "b": 2}), layers=[block]
+    )
+    async with h:
+        with pytest.raises(nt.NoeticError) as info:
+            await h.run(None)
+    assert info.value.code == "steering_denied" and "not from this graph" in str(info.value)
+    assert seen == [(1, 1)]

@@ -138,6 +138,7 @@ class InvokeTool(Step):
         raw = to_jsonable(input)
         if self.args is not None:
             raw = {**raw, **self.args} if isinstance(raw, Mapping) else dict(self.args)
+        raw = await self._guarded(raw, ctx)
         try:
             args = self.tool.input.validate(raw)
         except SchemaError as exc:
@@ -150,6 +151,20 @@ class InvokeTool(Step):
             ) from None
         with ctx.abortable():
             return await self.tool.call(args, ctx)
+
+    async def _guarded(self, raw: Any, ctx: Context) -> Any:
+        """The arguments the layers' `before_tool_call` guards leave (LY-6); a block fails the
+        step with `steering_denied`."""
+        # imported here: the layers package imports this module
+        from noetic.layers.contract import ToolCallRequest
+        from noetic.layers.steering import guard_tool_call
+
+        verdict = await guard_tool_call(ctx, ToolCallRequest(self.tool.name, raw, self.id))
+        if isinstance(verdict, str):
+            raise NoeticError(
+                "steering_denied", f"invoke_tool {self.id!r}: {verdict}", guidance=verdict, step_id=self.id
+            )
+        return verdict.args
 
 
 def invoke_tool(

@@ -12,10 +12,12 @@ order).
   of every response, rejected or not, is charged. A layer that raises or times out is logged
   and abstains.
 - **`before_tool_call(ctx, call)`** sees each tool call the model asked for, one call after
-  another in the order the model gave them, before any of them runs. It returns a
+  another in the order the model gave them, before any of them runs, and each call of an
+  `invoke_tool` step (its `call_id` is the step id). It returns a
   `ToolCallDecision` (None lets the call through): `override_args` rewrites the arguments for
   the later layers and the tool, and the first `block` refuses the call — the message becomes
-  the call's error output, which the model reads. A layer that raises or times out is logged
+  the call's error output, which the model reads (an `invoke_tool` step fails with
+  `steering_denied` instead). A layer that raises or times out is logged
   and abstains, unless it sets `on_before_tool_call_error = "deny"`: a permission gate fails
   closed and blocks the call.
 
@@ -27,20 +29,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from noetic.errors import NoeticError
-from noetic.items import FunctionCallItem, FunctionCallOutputItem
+from noetic.items import FunctionCallItem
 from noetic.layers.contract import UNSET, ModelCallDecision, ToolCallDecision, ToolCallRequest
 from noetic.layers.frame import LayerContext, commit_state, is_cancellation, report, run_hook
-from noetic.tools import error_output
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
     from noetic.layers.frame import LayerEntry
     from noetic.model import ModelResponse
 
-__all__ = ["MAX_STEERING_RETRIES", "guard_tool_calls", "judge_response"]
+__all__ = ["MAX_STEERING_RETRIES", "guard_tool_call", "guard_tool_calls", "judge_response"]
 
 #: Guided retries one model step allows before it accepts the response (the TypeScript limit).
 MAX_STEERING_RETRIES = 3
@@ -93,50 +95,54 @@ async def _decide(entry: LayerEntry, ctx: Context, response: ModelResponse) -> M
     return value
 
 
-async def guard_tool_calls(
-    ctx: Context, calls: Sequence[FunctionCallItem]
-) -> list[FunctionCallItem | FunctionCallOutputItem]:
-    """Each call as it should run (arguments maybe rewritten), or its error output if blocked."""
-    frame = ctx._layers
-    entries = frame.with_hook("before_tool_call") if frame is not None else []
-    if not entries:
-        return list(calls)
-    assert frame is not None
-    guarded = [await _guard(entries, ctx, call) for call in calls]
-    await frame.flush()
+async def guard_tool_calls(ctx: Context, calls: Sequence[FunctionCallItem]) -> list[FunctionCallItem | str]:
+    """Each model-requested call as it should run (arguments maybe rewritten), or the message
+    it was blocked with; guarded one call after another, in order."""
+    guarded: list[FunctionCallItem | str] = []
+    for call in calls:
+        args = _decode(call.arguments)
+        verdict = await guard_tool_call(ctx, ToolCallRequest(call.name, args, call.call_id))
+        if isinstance(verdict, str):
+            guarded.append(verdict)
+        elif verdict.args is args:
+            guarded.append(call)
+        else:
+            encoded = verdict.args if isinstance(verdict.args, str) else json.dumps(verdict.args, default=str)
+            guarded.append(call.model_copy(update={"arguments": encoded}))
     return guarded
 
 
-async def _guard(
-    entries: Sequence[LayerEntry], ctx: Context, call: FunctionCallItem
-) -> FunctionCallItem | FunctionCallOutputItem:
-    args = _decode(call.arguments)
-    rewritten = False
-    for entry in entries:
-        request = ToolCallRequest(call.name, args, call.call_id)
-        try:
-            value = await run_hook(entry, "before_tool_call", LayerContext(entry, ctx), request)
-            if value is not None and not isinstance(value, ToolCallDecision):
-                raise TypeError(f"returned {type(value).__name__}; return a ToolCallDecision or None")
-        except Exception as exc:
-            if is_cancellation(exc):
-                raise
-            report(entry, "before_tool_call", exc)
-            if getattr(entry.layer, "on_before_tool_call_error", "abstain") == "deny":
-                message = f"tool call denied: the guard {entry.id!r} failed ({type(exc).__name__}: {exc})"
-                return error_output(call, message)
-            continue
-        if value is None:
-            continue
-        commit_state(entry, ctx, value.state)
-        if value.block is not None:
-            return error_output(call, str(value.block) or f"tool call blocked by {entry.id!r}")
-        if value.override_args is not UNSET:
-            args, rewritten = value.override_args, True
-    if not rewritten:
-        return call
-    encoded = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
-    return call.model_copy(update={"arguments": encoded})
+async def guard_tool_call(ctx: Context, request: ToolCallRequest) -> ToolCallRequest | str:
+    """`request` through the `before_tool_call` guards of `ctx`: the request to run (with the
+    arguments the guards left) or the message a guard blocked it with."""
+    frame = ctx._layers
+    entries = frame.with_hook("before_tool_call") if frame is not None else []
+    if not entries:
+        return request
+    assert frame is not None
+    try:
+        for entry in entries:
+            try:
+                value = await run_hook(entry, "before_tool_call", LayerContext(entry, ctx), request)
+                if value is not None and not isinstance(value, ToolCallDecision):
+                    raise TypeError(f"returned {type(value).__name__}; return a ToolCallDecision or None")
+            except Exception as exc:
+                if is_cancellation(exc):
+                    raise
+                report(entry, "before_tool_call", exc)
+                if getattr(entry.layer, "on_before_tool_call_error", "abstain") == "deny":
+                    return f"tool call denied: the guard {entry.id!r} failed ({type(exc).__name__}: {exc})"
+                continue
+            if value is None:
+                continue
+            commit_state(entry, ctx, value.state)
+            if value.block is not None:
+                return str(value.block) or f"tool call blocked by {entry.id!r}"
+            if value.override_args is not UNSET:
+                request = replace(request, args=value.override_args)
+        return request
+    finally:
+        await frame.flush()
 
 
 def _decode(arguments: str) -> Any:

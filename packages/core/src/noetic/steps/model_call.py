@@ -38,7 +38,7 @@ from noetic.layers.usage import window_usage
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import Step
-from noetic.tools import Tool, run_tool_call
+from noetic.tools import Tool, error_output, run_tool_call
 from noetic.usage import RoundUsage, StepMeta, add_optional
 
 if TYPE_CHECKING:
@@ -287,8 +287,8 @@ class CallModel(Step):
         async def one(index: int, call: FunctionCallItem) -> None:
             run.emit("tool_call_started", {"call_id": call.call_id, "name": call.name})
             allowed = guarded[index]
-            if isinstance(allowed, FunctionCallOutputItem):
-                item, is_error = allowed, True
+            if isinstance(allowed, str):
+                item, is_error = error_output(call, allowed), True
             else:
                 item, is_error = await run_tool_call(allowed, tools, ctx)
             outputs[index] = item
