@@ -71,7 +71,8 @@ class RecallCache:
 @dataclass(slots=True)
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring and recall caches,
-    overflow summaries, and token estimates of log items by id (items never change, so one estimate each)."""
+    overflow summaries, and token estimates of log items by id (items never change, so one
+    estimate each)."""
 
     anchors: AnchorStore
     recalls: RecallCache = field(default_factory=RecallCache)

@@ -7,6 +7,11 @@ round concurrently, appends the `function_call_output` items and calls the model
 it answers without tool calls. The output is the last assistant text, or the structured value
 validated against `output=`. Token and cost figures of every round are charged to the context,
 even for a response that is then cut off by abort (the step then raises `cancelled`).
+
+With context layers, the input and the tool outputs reach the log through `on_item_append`,
+each response is judged by `after_model_call` (a deny fails the step, a guide retries the
+round) before its items are appended, and each requested call passes `before_tool_call`
+(`noetic.layers.pipelines`, `noetic.layers.steering`).
 """
 
 from __future__ import annotations
