@@ -300,3 +300,11 @@ async def test_ly_6_invoke_tool_steps_are_guarded_too() -> None:
             await h.run(None)
     assert info.value.code == "steering_denied" and "not from this graph" in str(info.value)
     assert seen == [(1, 1)]
+
+
+def test_on_before_tool_call_error_is_validated() -> None:
+    """Only "abstain" and "deny" are failure policies of a guard (LY-13)."""
+    with pytest.raises(nt.NoeticConfigError) as info:
+        nt.AgentHarness("t", layers=[Guard("g", [], on_before_tool_call_error="allow")])
+    assert info.value.code == "INVALID_LAYER"
+    assert "on_before_tool_call_error" in str(info.value)
