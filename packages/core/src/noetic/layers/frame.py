@@ -240,6 +240,7 @@ class LayerFrame:
 
     __slots__ = (
         "_handles",
+        "_hooked",
         "_teardown",
         "_tools",
         "by_id",
@@ -269,6 +270,7 @@ class LayerFrame:
         self._teardown: anyio.Event | None = None
         self._tools: dict[str, Tool] | None = None
         self._handles: LayerHandles | None = None
+        self._hooked: dict[str, tuple[LayerEntry, ...]] = {}
 
     def get(self, layer_id: str) -> LayerEntry | None:
         """The active entry of `layer_id`, or None."""
@@ -281,7 +283,19 @@ class LayerFrame:
 
     def with_hook(self, name: str) -> list[LayerEntry]:
         """Active entries defining hook `name`, slot ascending, ties in array order."""
-        return sorted((e for e in self.entries if e.active and e.hook(name) is not None), key=_slot)
+        return [e for e in self.defining(name) if e.active]
+
+    def defining(self, name: str) -> tuple[LayerEntry, ...]:
+        """Entries defining hook `name` (active or not), slot ascending, ties in array order.
+
+        Computed once per hook name: the hooks of a layer object do not change.
+        """
+        found = self._hooked.get(name)
+        if found is None:
+            found = self._hooked[name] = tuple(
+                sorted((e for e in self.entries if e.hook(name) is not None), key=_slot)
+            )
+        return found
 
     @property
     def handles(self) -> LayerHandles:

@@ -45,7 +45,7 @@ async def append_items(ctx: Context, items: Sequence[Item]) -> set[str]:
     Returns the ids of the layers a re-render asked to recall (their cached recalls dropped).
     """
     frame = ctx._layers
-    if frame is None or not any(e.hook("on_item_append") for e in frame.entries):
+    if frame is None or not frame.defining("on_item_append"):
         for item in items:
             ctx.item_log.append(item)
         return set()

@@ -51,11 +51,13 @@ MAX_STEERING_RETRIES = 3
 async def judge_response(ctx: Context, response: ModelResponse, step_id: str) -> str | None:
     """The guidance to retry with, or None to accept; raises `steering_denied` on a deny."""
     frame = ctx._layers
-    if frame is None:
+    entries = frame.with_hook("after_model_call") if frame is not None else []
+    if not entries:
         return None
+    assert frame is not None
     guidance: list[str] = []
     guided = False
-    for entry in frame.with_hook("after_model_call"):
+    for entry in entries:
         decision = await _decide(entry, ctx, response)
         if decision is None:
             continue
