@@ -100,6 +100,8 @@ async def _decide(entry: LayerEntry, ctx: Context, response: ModelResponse) -> M
 async def guard_tool_calls(ctx: Context, calls: Sequence[FunctionCallItem]) -> list[FunctionCallItem | str]:
     """Each model-requested call as it should run (arguments maybe rewritten), or the message
     it was blocked with; guarded one call after another, in order."""
+    if ctx._layers is None or not ctx._layers.with_hook("before_tool_call"):
+        return list(calls)
     guarded: list[FunctionCallItem | str] = []
     for call in calls:
         args = _decode(call.arguments)
