@@ -308,3 +308,26 @@ def test_on_before_tool_call_error_is_validated() -> None:
         nt.AgentHarness("t", layers=[Guard("g", [], on_before_tool_call_error="allow")])
     assert info.value.code == "INVALID_LAYER"
     assert "on_before_tool_call_error" in str(info.value)
+
+
+async def test_ly_5_guidance_is_sent_last_after_the_layers() -> None:
+    """The retry's view ends with the guidance — after history and the live band — and the
+    guidance is not sent twice; the log keeps it where it was added."""
+
+    class Live(ContextLayer):
+        id = "live"
+        slot = 100
+        scope = "execution"
+        placement = "live"
+
+        async def recall(self, ctx: LayerContext, budget: float) -> str:
+            return "live notes"
+
+    judge = Judge("j", [], lambda r: ModelCallDecision.guide("shorter") if r.items[0].text != "ok" else None)
+    model = ScriptedModel([text_reply("far too long"), text_reply("ok")])
+    h = nt.AgentHarness("t", agent_graph=nt.call_model("m"), model=model, layers=[Live(), judge])
+    async with h:
+        response = await h.run("hi")
+    retry = [i.text for i in model.calls[1].items if isinstance(i, MessageItem)]
+    assert retry == ["hi", "live notes", "shorter"]
+    assert [i.text for i in response.items if isinstance(i, MessageItem)] == ["hi", "shorter", "ok"]

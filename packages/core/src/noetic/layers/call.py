@@ -133,6 +133,7 @@ class LayeredCall:
 
     __slots__ = (
         "_budgets",
+        "_guidance",
         "_history_tokens",
         "_instructions",
         "_judged",
@@ -176,6 +177,7 @@ class LayeredCall:
         self._budgets: dict[str, float] = {}
         self._outputs: list[LayerOutput] = []
         self._instructions: str | None = None
+        self._guidance: list[Item] = []
 
     @classmethod
     async def prepare(
@@ -300,19 +302,25 @@ class LayeredCall:
         projectors = self.frame.with_hook("project_history")
         if projectors:
             history = await project_history(projectors, self.ctx, history)
+        tail = self._guidance
+        if tail:  # steering guidance goes last, not where the log has it
+            guided = {i.id for i in tail}
+            history = [i for i in history if i.id not in guided]
+        if projectors or tail:
             history_tokens = sum(map(tokens, history))
             balanced = len(strip_orphans(history)) == len(history)
+        tail_tokens = sum(map(tokens, tail))
         if (
             self.projection.window_size is None
             and balanced
-            and log.system_tokens + history_tokens + self._layer_tokens <= self.cap
+            and log.system_tokens + history_tokens + self._layer_tokens + tail_tokens <= self.cap
         ):
             self._history_tokens = log.system_tokens + history_tokens  # what the request carries (LU-4)
-            return (*log.system, *banded.anchor, *history, *banded.live, *banded.supersedes)
+            return (*log.system, *banded.anchor, *history, *banded.live, *banded.supersedes, *tail)
         if self.projection.window_size is not None:
             window = self.projection.window_size
             history = history[-window:] if window > 0 else ()
-        room = self.cap - log.system_tokens - self._layer_tokens
+        room = self.cap - log.system_tokens - self._layer_tokens - tail_tokens
         if self.projection.overflow == "truncate":
             history = truncate_history(history, room, tokens)
         elif self.projection.overflow == "summarize":
@@ -325,11 +333,19 @@ class LayeredCall:
             history=history,
             live=banded.live,
             supersedes=banded.supersedes,
+            tail=tail,
             token_budget=self.cap,
             tokens=tokens,
         )
         self._history_tokens = log.system_tokens + sum(map(tokens, view.history))
         return view.items
+
+    def guide(self, guidance: str) -> None:
+        """Log `guidance` (from `after_model_call`) as a developer message; this step's later
+        rounds send it at the very end of the view, after the layers (LY-5)."""
+        item = developer_message(guidance)
+        self.ctx.item_log.append(item)
+        self._guidance.append(item)
 
     def _summarizer(self) -> ModelAdapter:
         """The model `summarize` overflow calls: `overflow_model`, else the step's model."""

@@ -7,8 +7,9 @@ order).
   before its items reach the log. It returns a `ModelCallDecision` (None allows): the first
   `deny` stops the others and fails the step with `steering_denied`; otherwise any `guide`
   wins over `allow`, and the guidance of every guiding layer is joined. A guided round drops
-  the response, appends the guidance as a developer message and calls the model again, at
-  most `MAX_STEERING_RETRIES` times per step; after that the response is accepted. The cost
+  the response, logs the guidance as a developer message (sent last in the step's later
+  requests, `LayeredCall.guide`) and calls the model again, at most `MAX_STEERING_RETRIES`
+  times per step; after that the response is accepted. The cost
   of every response, rejected or not, is charged. A layer that raises or times out is logged
   and abstains.
 - **`before_tool_call(ctx, call)`** sees each tool call the model asked for, one call after

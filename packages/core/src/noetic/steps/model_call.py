@@ -25,14 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import to_decimal
-from noetic.items import (
-    FunctionCallItem,
-    FunctionCallOutputItem,
-    Item,
-    MessageItem,
-    developer_message,
-    user_message,
-)
+from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
 from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
 from noetic.layers.call import LayeredCall
 from noetic.layers.contract import CallResult
@@ -175,7 +168,7 @@ class CallModel(Step):
                 guidance = await judge_response(ctx, response, self.id)  # after_model_call (LY-5)
                 if guidance is not None and steering_retries < MAX_STEERING_RETRIES:
                     steering_retries += 1
-                    ctx.item_log.append(developer_message(guidance))
+                    layered.guide(guidance)
                     continue  # the same round again, the response dropped
             for item in response.items:
                 ctx.item_log.append(item)
