@@ -51,7 +51,10 @@ class Shared(ContextLayer):
 def concurrently(layer: Shared, seen: dict[str, Any]) -> nt.Step:
     """A code step running a spawn, a parallel path and a model step side by side."""
 
+    child_running, path_running = anyio.Event(), anyio.Event()
+
     async def child(value: Any, ctx: nt.Context) -> Any:
+        child_running.set()
         with anyio.fail_after(5):
             await layer.heard.wait()
         entry = ctx._layers.get("shared")  # type: ignore[union-attr]
@@ -60,6 +63,7 @@ def concurrently(layer: Shared, seen: dict[str, Any]) -> nt.Step:
         return value
 
     async def path(value: Any, ctx: nt.Context) -> Any:
+        path_running.set()
         with anyio.fail_after(5):
             await layer.heard.wait()
         return value
@@ -68,7 +72,9 @@ def concurrently(layer: Shared, seen: dict[str, Any]) -> nt.Step:
         async with anyio.create_task_group() as tg:
             tg.start_soon(execute, nt.spawn("child", nt.run_code("wait", child)), None, ctx)
             tg.start_soon(execute, nt.in_parallel("paths", [nt.run_code("p", path)]), None, ctx)
-            await anyio.sleep(0.05)  # the child and the path are running
+            with anyio.fail_after(5):
+                await child_running.wait()
+                await path_running.wait()
             await execute(nt.call_model("m"), "hello", ctx)
         return value
 

@@ -242,9 +242,10 @@ class LayerConformance:
         """The parent stores while a spawn child runs, so the child's `on_parent_update` runs
         (LY-9) without a recovered error and the states stay plain JSON."""
         caplog.set_level(logging.WARNING, logger="noetic.layers")
-        release = anyio.Event()
+        release, running = anyio.Event(), anyio.Event()
 
         async def child(value: Any, ctx: nt.Context) -> Any:
+            running.set()
             with anyio.fail_after(10):
                 await release.wait()
             return value
@@ -252,7 +253,8 @@ class LayerConformance:
         async def body(value: Any, ctx: nt.Context) -> Any:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(execute, nt.spawn("child", nt.run_code("wait", child)), None, ctx)
-                await anyio.sleep(0.01)
+                with anyio.fail_after(10):
+                    await running.wait()
                 try:
                     await execute(nt.call_model("parent"), "hello", ctx)
                 finally:
