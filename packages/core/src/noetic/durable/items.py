@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, NonNegativeInt
+
 from noetic.custom_items import CustomItem, CustomItemDecl
 from noetic.items import Item, dump_item, parse_item
 from noetic.schema import SchemaError
@@ -19,7 +21,7 @@ from noetic.schema import SchemaError
 if TYPE_CHECKING:
     from noetic.steps.base import Step
 
-__all__ = ["Declarations", "declarations_of", "dump_items", "load_items"]
+__all__ = ["Declarations", "ItemsRecord", "declarations_of", "dump_items", "load_items"]
 
 #: Custom-item declarations by item type.
 Declarations = Mapping[str, CustomItemDecl[Any, Any]]
@@ -37,6 +39,15 @@ def declarations_of(graph: Step | None, extra: Iterable[CustomItemDecl[Any, Any]
     return found
 
 
+class ItemsRecord(BaseModel):
+    """The stored shape of a list of items (what `dump_items` writes), checked on the way back."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    items: list[dict[str, Any]]
+    custom: list[NonNegativeInt] = []
+
+
 def dump_items(items: Sequence[Item]) -> dict[str, Any]:
     """`{"items": [...], "custom": [positions of final custom items]}`."""
     return {
@@ -45,12 +56,12 @@ def dump_items(items: Sequence[Item]) -> dict[str, Any]:
     }
 
 
-def load_items(data: Mapping[str, Any], declarations: Declarations) -> list[Item]:
-    """The items of a `dump_items` record (a bad shape raises `INVALID_ITEM`)."""
-    custom = set(data.get("custom", ()))
+def load_items(record: ItemsRecord, declarations: Declarations) -> list[Item]:
+    """The items of a `dump_items` record (an item of a bad shape raises `INVALID_ITEM` or a
+    `pydantic.ValidationError`)."""
+    custom = set(record.custom)
     return [
-        _custom(raw, declarations) if i in custom else parse_item(raw)
-        for i, raw in enumerate(data.get("items", ()))
+        _custom(raw, declarations) if i in custom else parse_item(raw) for i, raw in enumerate(record.items)
     ]
 
 

@@ -3,8 +3,11 @@
 A checkpoint store is an async key-value store of **JSON text**: every value is one JSON
 document, written and read back verbatim (never pickle, never class tags), and every document
 the runtime writes carries its own schema version. Keys are plain strings; the runtime owns
-the layout under `execution:{id}:` — the snapshot at `execution:{id}:snapshot` and the step
-ledger's shards at `execution:{id}:ledger:{seq:08d}`.
+the layout under `execution:{id}:` — the start record at `execution:{id}:start` (identity,
+input, base item log; written once), the snapshot at `execution:{id}:snapshot` (state,
+completion, layer states) and the step ledger's shards at `execution:{id}:ledger:{seq:08d}`.
+A record larger than 128 KiB is split into parts under `{key}:part:{n:06d}`
+(`noetic.durable.parts`), so no value a backend holds is ever larger than about that.
 
 What a backend provides:
 
@@ -33,13 +36,16 @@ from urllib.parse import quote
 from noetic.errors import NoeticError
 
 __all__ = [
+    "MAX_DEPTH",
     "CheckpointStore",
     "Claim",
     "corrupt",
     "decode_document",
+    "describe_error",
     "encode_document",
     "execution_locked",
     "execution_prefix",
+    "within_depth",
 ]
 
 
@@ -97,30 +103,86 @@ class CheckpointStore(Protocol):
         ...
 
 
+#: The deepest nesting of arrays and objects a checkpoint document may have. What is recorded
+#: is held to it (a deeper output is not recorded), so a deeper stored row is damaged or forged.
+MAX_DEPTH = 200
+
+
 def encode_document(value: Any) -> str:
     """`value` as compact ASCII JSON (so its length is its size in bytes).
 
-    Raises `ValueError` or `TypeError` for values JSON cannot carry (NaN, objects, …).
+    Raises `ValueError` or `TypeError` for values JSON cannot carry (NaN, objects, nesting
+    deeper than `MAX_DEPTH`, …).
     """
-    return json.dumps(value, allow_nan=False, separators=(",", ":"))
-
-
-def decode_document(key: str, text: str) -> Any:
-    """Parse a stored document; damaged text raises `CHECKPOINT_CORRUPT` naming the key."""
     try:
-        return json.loads(text)
+        text = json.dumps(value, allow_nan=False, separators=(",", ":"))
+    except RecursionError:
+        raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels") from None
+    if not within_depth(value):
+        raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels")
+    return text
+
+
+def decode_document(key: str, text: str, *, execution_id: str | None = None) -> Any:
+    """Parse a stored document; damaged text, or nesting deeper than `MAX_DEPTH`, raises
+    `CHECKPOINT_CORRUPT` naming the key (and the execution)."""
+    try:
+        value = json.loads(text)
     except (ValueError, TypeError) as exc:
-        raise corrupt(key, f"it is not valid JSON ({exc})") from None
+        raise corrupt(key, f"it is not valid JSON ({exc})", execution_id=execution_id) from None
+    except RecursionError:  # the C scanner's own guard: raised before any Python frame is deep
+        value = None
+        deep = True
+    else:
+        deep = not within_depth(value)
+    if deep:
+        raise corrupt(key, f"it is nested deeper than {MAX_DEPTH} levels", execution_id=execution_id)
+    return value
 
 
-def corrupt(key: str, why: str) -> NoeticError:
+def within_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when `value`'s lists and dicts nest at most `limit` deep (walked without recursion)."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return False
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))
+    return True
+
+
+def corrupt(key: str, why: str, *, execution_id: str | None = None) -> NoeticError:
     """The error for a damaged record: resume stops instead of continuing on bad data."""
+    owner = f" of execution {execution_id!r}" if execution_id is not None else ""
+    details: dict[str, Any] = {"key": key}
+    if execution_id is not None:
+        details["execution_id"] = execution_id
     return NoeticError(
         "CHECKPOINT_CORRUPT",
-        f"the checkpoint record {key!r} is damaged: {why}. Resume was stopped rather than "
+        f"the checkpoint record {key!r}{owner} is damaged: {why}. Resume was stopped rather than "
         "continue from bad data; clear_checkpoint() the execution and run it again",
-        key=key,
+        **details,
     )
+
+
+def describe_error(exc: BaseException) -> str:
+    """What went wrong reading a record, in one bounded line (a forged row may make it huge)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):  # a pydantic ValidationError: the first failing field and why
+        try:
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "the record"
+            return f"{where}: {first.get('msg', '')}"[:300]
+        except (TypeError, IndexError, AttributeError):
+            pass
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:300]
 
 
 def execution_locked(execution_id: str) -> NoeticError:
