@@ -118,9 +118,15 @@ def encode_document(value: Any) -> str:
         text = json.dumps(value, allow_nan=False, separators=(",", ":"))
     except RecursionError:
         raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels") from None
-    if not within_depth(value):
+    if _may_be_deep(text) and not within_depth(value):
         raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels")
     return text
+
+
+def _may_be_deep(text: str) -> bool:
+    """False when `text` has too few brackets to nest `MAX_DEPTH` deep (counted in C, so the
+    walk runs only for documents that could fail it)."""
+    return text.count("[") + text.count("{") > MAX_DEPTH
 
 
 def decode_document(key: str, text: str, *, execution_id: str | None = None) -> Any:
@@ -134,7 +140,7 @@ def decode_document(key: str, text: str, *, execution_id: str | None = None) -> 
         value = None
         deep = True
     else:
-        deep = not within_depth(value)
+        deep = _may_be_deep(text) and not within_depth(value)
     if deep:
         raise corrupt(key, f"it is nested deeper than {MAX_DEPTH} levels", execution_id=execution_id)
     return value
