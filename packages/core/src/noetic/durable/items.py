@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, model_validator
 
 from noetic.custom_items import CustomItem, CustomItemDecl
 from noetic.items import Item, dump_item, parse_item
@@ -46,6 +46,12 @@ class ItemsRecord(BaseModel):
 
     items: list[dict[str, Any]]
     custom: list[NonNegativeInt] = []
+
+    @model_validator(mode="after")
+    def _positions_in_range(self) -> ItemsRecord:
+        if any(i >= len(self.items) for i in self.custom):
+            raise ValueError("a custom-item position is past the end of the item list")
+        return self
 
 
 def dump_items(items: Sequence[Item]) -> dict[str, Any]:

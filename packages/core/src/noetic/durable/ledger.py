@@ -69,6 +69,9 @@ log = logging.getLogger("noetic.durable")
 #: Version of the entry documents this code writes and reads.
 ENTRY_VERSION = 2
 _ZERO = Decimal(0)
+#: No one step costs this much (USD): a larger recorded cost is a forged or damaged row, which
+#: would otherwise overflow `ctx.cost` to infinity and switch cost ceilings off.
+MAX_STEP_COST = Decimal(10) ** 9
 
 
 def ledger_prefix(execution_id: str) -> str:
@@ -164,8 +167,8 @@ class LedgerEntry(BaseModel):
             amount = Decimal(value)
         except InvalidOperation:
             raise ValueError("cost is not a decimal number") from None
-        if not amount.is_finite() or amount < 0:
-            raise ValueError("cost is not a finite amount >= 0")
+        if not amount.is_finite() or not _ZERO <= amount < MAX_STEP_COST:
+            raise ValueError(f"cost is not an amount from 0 up to {MAX_STEP_COST} USD")
         return amount
 
 
