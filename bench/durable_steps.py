@@ -4,11 +4,11 @@ physical floor of one SQLite commit, at 10 / 1,000 / 10,000 items of history (is
     scripts/bootstrap.sh python bench/durable_steps.py [--repeats 5] [--out bench/results/durable_steps.md]
 
 For each history size a thread is first filled with that many items (not timed). A turn is then
-`nt.loop` over one step that appends one small assistant message; it runs with `few` and with
-`many` iterations, and the per-step cost is the difference divided by the difference in steps,
-so the turn's fixed costs (the start record, written once per turn with the history in it, and
-the loop's closing entry) cancel out. The same is measured without storage; the storage's cost
-per step is the difference. The floor is a bare `sqlite3` loop in the same run, on the same
+`nt.loop` over one step that appends one small assistant message; each step notes the time, and
+the per-step cost is the median time from one step to the next (a step's work and its
+checkpoint), so the turn's fixed costs (the start record, written once per turn with the history
+in it, and the loop's closing entry) are not in it and a stall of the shared machine does not
+move it. The same is measured without storage; the storage's cost per step is the difference. The floor is a bare `sqlite3` loop in the same run, on the same
 disk, committing one row of the size of a ledger entry per `BEGIN IMMEDIATE … COMMIT` with the
 same `journal_mode=WAL` and `synchronous` setting. Each number is the median of `--repeats`
 runs; the report gives the ratios the targets are stated in and the machine's load average.
@@ -17,6 +17,7 @@ runs; the report gives the ratios the targets are stated in and the machine's lo
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sqlite3
 import statistics
@@ -27,18 +28,20 @@ from typing import Any
 
 import anyio
 import noetic as nt
+from noetic.durable import SqliteCheckpointStore
 from noetic.items import assistant_message, user_message
 
 HISTORIES = (10, 1_000, 10_000)
-FEW, MANY = 5, 45
+STEPS = 60
 #: (label, harness durability, SQLite synchronous)
 SETTINGS = (("step, synchronous=full", "step", "full"), ("step, synchronous=normal", "step", "normal"))
 #: About the size of one step's ledger entry (head, one item, output).
 ROW = "x" * 700
 
 
-def _graph(steps: int) -> nt.Step:
+def _graph(steps: int, stamps: list[float]) -> nt.Step:
     def work(_: Any, ctx: nt.Context) -> str:
+        stamps.append(time.perf_counter())
         ctx.item_log.append(assistant_message("a short note from one step of a long agent loop"))
         return "ok"
 
@@ -52,57 +55,91 @@ def _seed(size: int) -> list[Any]:
     return items
 
 
-async def _turn_seconds(storage: str | None, durability: str, history: int, steps: int) -> float:
-    """The time of one turn of `steps` steps on a thread holding `history` items."""
-    async with nt.AgentHarness("bench", agent_graph=_graph(steps), storage=storage, durability=durability) as h:
-        await h.run(_seed(history), thread_id="t")  # fills the thread; not timed
-        started = time.perf_counter()
-        await h.run("go", thread_id="t")
-        return time.perf_counter() - started
-
-
 async def _per_step(storage: str | None, durability: str, history: int) -> float:
-    few = await _turn_seconds(storage, durability, history, FEW)
-    many = await _turn_seconds(storage, durability, history, MANY)
-    return (many - few) / (MANY - FEW)
+    """The median time from one step to the next in a turn of `STEPS` steps on a thread holding
+    `history` items: a step's own work plus its checkpoint, without the turn's fixed costs."""
+    stamps: list[float] = []
+    graph = _graph(STEPS, stamps)
+    async with nt.AgentHarness("bench", agent_graph=graph, storage=storage, durability=durability) as h:
+        await h.run(_seed(history), thread_id="t")  # fills the thread; not timed
+        stamps.clear()
+        await h.run("go", thread_id="t")
+    return statistics.median(b - a for a, b in itertools.pairwise(stamps))
 
 
 def _bare_commit(path: Path, synchronous: str, commits: int = 40) -> float:
-    """Seconds per commit of one ledger-sized row, written the way the store writes it."""
+    """The median time of one commit of one ledger-sized row, written the way the store writes it."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     conn.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
-    started = time.perf_counter()
+    times: list[float] = []
     for i in range(commits):
+        started = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(
             "INSERT INTO rows (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             (f"k{i:08d}", ROW),
         )
         conn.execute("COMMIT")
-    elapsed = time.perf_counter() - started
+        times.append(time.perf_counter() - started)
     conn.close()
-    return elapsed / commits
+    return statistics.median(times)
+
+
+async def _store_write(path: Path, synchronous: str, writes: int = 40) -> float:
+    """The median time of one `SqliteCheckpointStore.write` of a ledger-sized row: the floor
+    plus the worker-thread hop and the store's own work (checksums, statements)."""
+    store = SqliteCheckpointStore(str(path), synchronous=synchronous)
+    times: list[float] = []
+    try:
+        for i in range(writes):
+            started = time.perf_counter()
+            await store.write({f"k{i:08d}": ROW})
+            times.append(time.perf_counter() - started)
+    finally:
+        await store.aclose()
+    return statistics.median(times)
+
+
+async def _thread_hop(hops: int = 40) -> float:
+    """The median time of handing a no-op to a worker thread and back (`anyio.to_thread`)."""
+    times: list[float] = []
+    for _ in range(hops):
+        started = time.perf_counter()
+        await anyio.to_thread.run_sync(lambda: None)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
 
 
 async def measure(repeats: int) -> dict[str, Any]:
-    """Medians of every configuration, interleaved so that load changes hit them alike."""
-    samples: dict[tuple[str, int], list[float]] = {}
+    """Medians of every configuration, interleaved so that load changes hit them alike. The
+    floor is measured right before and right after each configuration, and each sample's ratio
+    is taken against the mean of those two (the disk's speed drifts on a shared machine)."""
+    costs: dict[tuple[str, int], list[float]] = {}
+    ratios: dict[tuple[str, int], list[float]] = {}
     floors: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(dir=os.environ.get("NOETIC_BENCH_DIR")) as tmp:
         for r in range(repeats):
             for label, durability, synchronous in SETTINGS:
-                floor_db = Path(tmp, f"floor-{r}-{synchronous}.db")
-                floors.setdefault(synchronous, []).append(_bare_commit(floor_db, synchronous))
                 for history in HISTORIES:
-                    url = f"sqlite:///{tmp}/run-{r}-{synchronous}-{history}.db?synchronous={synchronous}"
+                    name = f"{r}-{synchronous}-{history}"
+                    before = _bare_commit(Path(tmp, f"floor-a-{name}.db"), synchronous)
+                    url = f"sqlite:///{tmp}/run-{name}.db?synchronous={synchronous}"
                     durable = await _per_step(url, durability, history)
                     bare = await _per_step(None, "step", history)
-                    samples.setdefault((label, history), []).append(durable - bare)
-                    samples.setdefault(("bare", history), []).append(bare)
+                    after = _bare_commit(Path(tmp, f"floor-b-{name}.db"), synchronous)
+                    floor = (before + after) / 2
+                    floors.setdefault(synchronous, []).append(floor)
+                    writes = await _store_write(Path(tmp, f"store-{name}.db"), synchronous)
+                    costs.setdefault((f"store-{synchronous}", history), []).append(writes)
+                    costs.setdefault(("hop", history), []).append(await _thread_hop())
+                    costs.setdefault((label, history), []).append(durable - bare)
+                    costs.setdefault(("bare", history), []).append(bare)
+                    ratios.setdefault((label, history), []).append((durable - bare) / floor)
     return {
-        "per_step": {key: statistics.median(v) for key, v in samples.items()},
+        "per_step": {key: statistics.median(v) for key, v in costs.items()},
+        "ratio": {key: statistics.median(v) for key, v in ratios.items()},
         "floor": {key: statistics.median(v) for key, v in floors.items()},
         "load": os.getloadavg(),
         "repeats": repeats,
@@ -111,37 +148,44 @@ async def measure(repeats: int) -> dict[str, Any]:
 
 def report(result: dict[str, Any]) -> str:
     """The markdown report: µs per step, flatness and the ratio to the floor."""
-    per, floor = result["per_step"], result["floor"]
+    per, ratio, floor = result["per_step"], result["ratio"], result["floor"]
     one, five, fifteen = result["load"]
+    sizes = " | ".join(f"{h:,} items" for h in HISTORIES)
     lines = [
         "# Durable steps: the cost of a checkpointed step (issue 17, target 1)",
         "",
-        f"Medians of {result['repeats']} interleaved runs; load average {one:.1f} / {five:.1f} / "
-        f"{fifteen:.1f} on {os.cpu_count()} cores (a shared machine: absolute numbers move, the "
-        "ratios of one run are what to compare).",
+        f"Medians of {result['repeats']} interleaved runs; load average at the end {one:.1f} / {five:.1f} / "
+        f"{fifteen:.1f} on {os.cpu_count()} cores (a shared machine and disk: absolute numbers move "
+        "between runs, the ratios measured side by side are what to compare).",
         "",
-        "| setting | " + " | ".join(f"{h:,} items" for h in HISTORIES) + " | largest ÷ smallest | floor | ÷ floor |",
-        "|---|" + "---:|" * (len(HISTORIES) + 3),
+        f"| µs per step | {sizes} | floor (one bare commit) |",
+        "|---|" + "---:|" * (len(HISTORIES) + 1),
     ]
     bare = [per[("bare", h)] * 1e6 for h in HISTORIES]
-    lines.append(
-        "| bare step (no storage) | " + " | ".join(f"{v:.0f} µs" for v in bare) + f" | {max(bare) / min(bare):.2f}× | | |"
-    )
+    lines.append("| bare step, no storage | " + " | ".join(f"{v:.0f}" for v in bare) + " | |")
     for label, _, synchronous in SETTINGS:
-        costs = [per[(label, h)] * 1e6 for h in HISTORIES]
-        commit = floor[synchronous] * 1e6
-        worst = max(costs) / commit
-        lines.append(
-            f"| storage cost per step, {label} | "
-            + " | ".join(f"{v:.0f} µs" for v in costs)
-            + f" | {max(costs) / min(costs):.2f}× | {commit:.0f} µs | {worst:.2f}× |"
-        )
+        cells = " | ".join(f"{per[(label, h)] * 1e6:.0f}" for h in HISTORIES)
+        lines.append(f"| storage cost, {label} | {cells} | {floor[synchronous] * 1e6:.0f} |")
+        cells = " | ".join(f"{per[(f'store-{synchronous}', h)] * 1e6:.0f}" for h in HISTORIES)
+        lines.append(f"| of which `store.write` alone, synchronous={synchronous} | {cells} | |")
+    cells = " | ".join(f"{per[('hop', h)] * 1e6:.0f}" for h in HISTORIES)
+    lines.append(f"| of which one worker-thread hop | {cells} | |")
     lines += [
         "",
-        "`storage cost per step` is a step with `storage='sqlite:///…'` minus the same step without "
-        "storage; `floor` is one bare SQLite commit of a ledger-sized row with the same `synchronous` "
-        "setting; `÷ floor` is the largest storage cost per step over it (targets: largest ÷ smallest "
-        "≤ 1.2×, ÷ floor ≤ 1.5×).",
+        f"| storage cost ÷ adjacent floor | {sizes} | largest ÷ smallest (flatness) |",
+        "|---|" + "---:|" * (len(HISTORIES) + 1),
+    ]
+    for label, _, _ in SETTINGS:
+        values = [ratio[(label, h)] for h in HISTORIES]
+        cells = " | ".join(f"{v:.2f}×" for v in values)
+        lines.append(f"| {label} | {cells} | {max(values) / min(values):.2f}× |")
+    lines += [
+        "",
+        "`storage cost` is a step with `storage='sqlite:///…'` minus the same step without storage: "
+        f"the median time from one step to the next in a turn of {STEPS} steps (so the turn's fixed "
+        "costs, the start record among them, are not in it). `floor` is one bare SQLite "
+        "commit of a ledger-sized row with the same `synchronous` setting, measured just before and "
+        "after each configuration. Targets: flatness ≤ 1.2×, storage cost ≤ 1.5× the floor.",
         "",
     ]
     return "\n".join(lines)
