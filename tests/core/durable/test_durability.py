@@ -107,3 +107,33 @@ def test_an_unknown_durability_fails_at_construction(value: Any) -> None:
         nt.AgentHarness("t", agent_graph=steps(1), storage="memory://", durability=value)
     assert err.value.code == "DURABILITY_INVALID"
     assert "'step'" in err.value.message
+
+
+async def test_a_failed_write_is_retried_with_the_next_one(flaky: Any) -> None:
+    class FailsOnce(Spy):
+        failed = False
+
+        async def write(self, sets: Mapping[str, str], deletes: Sequence[str] = ()) -> None:
+            if not self.failed and any(":ledger:" in k for k in sets):
+                self.failed = True
+                raise OSError("disk briefly full")
+            await super().write(sets, deletes)
+
+    crash = {"fail": True}
+    runs: list[str] = []
+    graph = nt.sequence(
+        "g",
+        [
+            nt.run_code("a", lambda x: runs.append("a") or x),
+            nt.run_code("b", lambda x: runs.append("b") or x),
+            nt.run_code("crash", flaky(crash)),
+        ],
+    )
+    store = FailsOnce()
+    async with nt.AgentHarness("t", agent_graph=graph, storage=store) as h:
+        with pytest.raises(nt.NoeticError):
+            await h.run("x", execution_id="e")
+        assert store.failed
+        crash["fail"] = False
+        await h.resume("e")
+    assert runs == ["a", "b"]  # `a`'s entry went out with `b`'s write

@@ -18,7 +18,7 @@ from typing import Any
 
 from noetic.durable.store import corrupt, decode_document, encode_document
 
-__all__ = ["PART_BYTES", "is_part_key", "join_record", "part_keys", "split_record"]
+__all__ = ["PART_BYTES", "is_part_key", "join_record", "split_record"]
 
 #: The largest record stored in one piece, and the size of each part of a larger one.
 PART_BYTES = 128 * 1024
@@ -34,11 +34,6 @@ def split_record(key: str, text: str) -> dict[str, str]:
     for i, piece in enumerate(slices):
         rows[f"{key}{_PART}{i:06d}"] = encode_document(piece)
     return rows
-
-
-def part_keys(key: str, rows: Mapping[str, str]) -> list[str]:
-    """The part keys among `rows` (the output of `split_record`) besides `key` itself."""
-    return [k for k in rows if k != key]
 
 
 def is_part_key(key: str) -> bool:

@@ -94,7 +94,17 @@ class Recorder:
     the next flush (`ctx.checkpoint()` or the end of the turn).
     """
 
-    __slots__ = ("_claim", "_deletes", "_lock", "_mode", "_sets", "_staged_body", "_store", "_writer")
+    __slots__ = (
+        "_claim",
+        "_deletes",
+        "_lock",
+        "_mode",
+        "_saved_body",
+        "_sets",
+        "_staged_body",
+        "_store",
+        "_writer",
+    )
 
     def __init__(
         self,
@@ -113,6 +123,8 @@ class Recorder:
         #: Rows not yet written (the start record, then whatever `"turn"` holds back).
         self._sets: dict[str, str] = dict(start or {})
         self._deletes: dict[str, None] = {}
+        #: The snapshot in storage and the one staged to replace it (without `captured_at`).
+        self._saved_body: str | None = None
         self._staged_body: str | None = None
 
     async def save(self, run: Execution, write: LedgerWrite | None = None, *, flush: bool = True) -> None:
@@ -121,12 +133,12 @@ class Recorder:
         A failure is logged, never raised (CTX-16)."""
         async with self._lock:
             try:
-                captured = await self._writer.capture(run)
-                if captured is not None:
-                    self._staged_body = captured[0]
-                    self._stage({self._writer.key: captured[1]}, ())
-                if write is not None:
+                if write is not None:  # staged first: a failing capture leaves it for the next save
                     self._stage(write.sets, write.deletes)
+                body, document = await self._writer.capture(run)
+                if body != (self._saved_body if self._staged_body is None else self._staged_body):
+                    self._staged_body = body
+                    self._stage({self._writer.key: document}, ())
                 if flush or self._mode == "step":
                     await self._flush()
             except Exception as exc:  # CTX-16: no save failure may fail the step
@@ -151,8 +163,7 @@ class Recorder:
         await self._store.write(self._sets, list(self._deletes))
         self._sets, self._deletes = {}, {}
         if self._staged_body is not None:
-            self._writer.saved(self._staged_body)
-            self._staged_body = None
+            self._saved_body, self._staged_body = self._staged_body, None
 
     async def close(self, run: Execution) -> None:
         """Write what is still staged, then release the claim (shielded: it must happen even
@@ -230,7 +241,6 @@ class Restored:
     window: LedgerWindow
     claim: Claim
     store: CheckpointStore
-    declarations: Declarations
 
     def context(self, run: Execution) -> Context:
         """The root context of the resumed attempt: snapshot-owned identity, log and state."""
@@ -283,7 +293,7 @@ async def restore(store: CheckpointStore, execution_id: str, declarations: Decla
         with anyio.CancelScope(shield=True):
             await claim.release()
         raise
-    return Restored(snapshot, window, claim, store, declarations)
+    return Restored(snapshot, window, claim, store)
 
 
 async def clear(store: CheckpointStore, execution_id: str) -> None:

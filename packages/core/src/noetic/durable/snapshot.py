@@ -10,7 +10,7 @@ Two records, so that no step ever writes the history again:
 - the **snapshot** at `execution:{id}:snapshot`: what changes as the execution runs — the
   root `state` when it is plain JSON, `complete()`'s signal, the layer states (through the
   layer runtime's `export_state()`) and `captured_at`. It is rewritten in the same atomic
-  batch as a completed step's ledger entry, and only when it changed.
+  batch as a completed step's ledger entry, when it changed (the recorder compares).
 
 Both carry a version. Another version raises `NoeticConfigError("CHECKPOINT_SCHEMA_MISMATCH")`;
 a record that does not read back as exactly what this code writes — bad JSON, nesting deeper
@@ -167,18 +167,18 @@ def start_rows(ctx: Context, *, input: Any, first_item: int) -> dict[str, str]:
 
 
 class SnapshotWriter:
-    """Captures one execution's snapshot, skipping one identical to the last saved."""
+    """Captures one execution's snapshot."""
 
-    __slots__ = ("_saved", "execution_id", "key")
+    __slots__ = ("execution_id", "key")
 
     def __init__(self, execution_id: str):
         self.execution_id = execution_id
         self.key = snapshot_key(execution_id)
-        self._saved: str | None = None
 
-    async def capture(self, run: Execution) -> tuple[str, str] | None:
-        """`(body, document)` of the snapshot of `run` now, or None when it is the one last
-        saved (raises `TypeError`/`ValueError` if the layer states are not JSON)."""
+    async def capture(self, run: Execution) -> tuple[str, str]:
+        """`(body, document)` of the snapshot of `run` now: `body` is the document without its
+        `captured_at`, to tell whether anything changed (raises `TypeError`/`ValueError` if the
+        layer states are not JSON)."""
         root = run.root
         assert root is not None
         doc: dict[str, Any] = {"schema_version": SNAPSHOT_VERSION, "execution_id": self.execution_id}
@@ -188,14 +188,8 @@ class SnapshotWriter:
             doc["completed"], doc["completion_value"] = True, root.completion_value
         doc["layers"] = await export_layers(run)
         body = encode_document(doc)
-        if body == self._saved:
-            return None
         stamp = encode_document(datetime.now(UTC).isoformat())
         return body, f'{body[:-1]},"captured_at":{stamp}}}'
-
-    def saved(self, body: str) -> None:
-        """Note that the snapshot with `body` is in storage (a later capture of it is skipped)."""
-        self._saved = body
 
 
 async def export_layers(run: Execution) -> Any:
