@@ -9,19 +9,30 @@ it did for the original.
 
 from __future__ import annotations
 
+import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, model_validator
 
 from noetic.custom_items import CustomItem, CustomItemDecl
+from noetic.durable.store import MAX_DEPTH, encode_document
 from noetic.items import Item, dump_item, parse_item
 from noetic.schema import SchemaError
 
 if TYPE_CHECKING:
     from noetic.steps.base import Step
 
-__all__ = ["Declarations", "ItemsRecord", "declarations_of", "dump_items", "load_items"]
+__all__ = [
+    "ITEM_DEPTH",
+    "Declarations",
+    "ItemsRecord",
+    "declarations_of",
+    "item_json",
+    "items_json",
+    "load_items",
+]
 
 #: Custom-item declarations by item type.
 Declarations = Mapping[str, CustomItemDecl[Any, Any]]
@@ -40,7 +51,7 @@ def declarations_of(graph: Step | None, extra: Iterable[CustomItemDecl[Any, Any]
 
 
 class ItemsRecord(BaseModel):
-    """The stored shape of a list of items (what `dump_items` writes), checked on the way back."""
+    """The stored shape of a list of items (what `items_json` writes), checked on the way back."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -54,16 +65,38 @@ class ItemsRecord(BaseModel):
         return self
 
 
-def dump_items(items: Sequence[Item]) -> dict[str, Any]:
-    """`{"items": [...], "custom": [positions of final custom items]}`."""
-    return {
-        "items": [dump_item(item) for item in items],
-        "custom": [i for i, item in enumerate(items) if isinstance(item, CustomItem)],
-    }
+#: How deep one item may nest: records hold items three levels down (`{"items": {"items": [...]}}`).
+ITEM_DEPTH = MAX_DEPTH - 3
+#: Each item's JSON text by item object, dropped when the item is (see `item_json`).
+_texts: dict[int, str] = {}
+
+
+def item_json(item: Item) -> str:
+    """The item's JSON text, encoded once per item object.
+
+    Items are frozen values, and a thread's history is written again at the start of each of
+    its turns, so caching the text keeps that write to joining strings. The entry is removed by
+    a finalizer when the item is collected, before its `id` can be reused. Raises `ValueError`
+    or `TypeError` for an item that is not plain JSON or nests deeper than `ITEM_DEPTH`.
+    """
+    key = id(item)
+    text = _texts.get(key)
+    if text is None:
+        text = encode_document(dump_item(item), max_depth=ITEM_DEPTH)
+        _texts[key] = text
+        weakref.finalize(item, _texts.pop, key, None)
+    return text
+
+
+def items_json(items: Sequence[Item]) -> str:
+    """`{"items": [...], "custom": [positions of final custom items]}` as JSON text."""
+    custom = [i for i, item in enumerate(items) if isinstance(item, CustomItem)]
+    listed = ",".join(item_json(item) for item in items)
+    return f'{{"items":[{listed}],"custom":{json.dumps(custom)}}}'
 
 
 def load_items(record: ItemsRecord, declarations: Declarations) -> list[Item]:
-    """The items of a `dump_items` record (an item of a bad shape raises `INVALID_ITEM` or a
+    """The items of an `items_json` record (an item of a bad shape raises `INVALID_ITEM` or a
     `pydantic.ValidationError`)."""
     custom = set(record.custom)
     return [

@@ -42,9 +42,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError, field_validator
 
 from noetic.custom_items import CustomItem
-from noetic.durable.items import Declarations, ItemsRecord, dump_items, load_items
+from noetic.durable.items import Declarations, ItemsRecord, items_json, load_items
 from noetic.durable.parts import is_part_key, join_record, split_record
-from noetic.durable.store import CheckpointStore, corrupt, describe_error, encode_document, execution_prefix
+from noetic.durable.store import (
+    MAX_DEPTH,
+    CheckpointStore,
+    corrupt,
+    describe_error,
+    encode_document,
+    execution_prefix,
+)
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.usage import RoundUsage, StepMeta
 
@@ -396,7 +403,7 @@ class StepLedger:
     def _row(self, path: str, step: Step, output: Any, ctx: Context, mark: _Mark) -> str | None:
         try:
             data = step.record_output(output)
-            output_text = encode_document(data)
+            output_text = encode_document(data, max_depth=MAX_DEPTH - 1)  # one level down in the entry
             if json.loads(output_text) != data:
                 raise ValueError("it does not survive a JSON round trip unchanged")
             meta = ctx.last_step_meta
@@ -412,13 +419,14 @@ class StepLedger:
                 "meta": None
                 if meta is mark.meta or meta is None
                 else meta.model_dump(mode="json", exclude_none=True),
-                "items": dump_items(ctx.item_log.items[mark.items :]),
             }
             head_text = encode_document(head)
+            items_text = items_json(ctx.item_log.items[mark.items :])
         except (TypeError, ValueError) as exc:
             self._dropped("dropped_unserialisable", path, f"its output or items are not plain JSON ({exc})")
             return None
-        return f'{head_text[:-1]},"output":{output_text}}}'  # the output is encoded once, spliced in
+        # The items' texts are cached per item and the output is encoded once: both spliced in.
+        return f'{head_text[:-1]},"items":{items_text},"output":{output_text}}}'
 
     def _dropped(self, counter: str, path: str, why: str) -> None:
         count = getattr(self.stats, counter) + 1

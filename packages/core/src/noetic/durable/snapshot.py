@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, StrictBool, ValidationError
 
-from noetic.durable.items import Declarations, ItemsRecord, dump_items, load_items
+from noetic.durable.items import Declarations, ItemsRecord, items_json, load_items
 from noetic.durable.parts import join_record, split_record
 from noetic.durable.store import (
     CheckpointStore,
@@ -161,9 +161,9 @@ def start_rows(ctx: Context, *, input: Any, first_item: int) -> dict[str, str]:
         "resource_id": ctx.resource_id,
         "input": input,
         "first_item": first_item,
-        "items": dump_items(tuple(ctx.item_log.items)),
     }
-    return split_record(start_key(ctx.id), encode_document(record))
+    text = f'{encode_document(record)[:-1]},"items":{items_json(ctx.item_log.items)}}}'
+    return split_record(start_key(ctx.id), text)
 
 
 class SnapshotWriter:

@@ -29,6 +29,7 @@ registers it under a URL scheme through the `register_checkpoint_stores` hook.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote
@@ -45,7 +46,7 @@ __all__ = [
     "encode_document",
     "execution_locked",
     "execution_prefix",
-    "within_depth",
+    "nesting_exceeds",
 ]
 
 
@@ -108,25 +109,19 @@ class CheckpointStore(Protocol):
 MAX_DEPTH = 200
 
 
-def encode_document(value: Any) -> str:
+def encode_document(value: Any, *, max_depth: int = MAX_DEPTH) -> str:
     """`value` as compact ASCII JSON (so its length is its size in bytes).
 
     Raises `ValueError` or `TypeError` for values JSON cannot carry (NaN, objects, nesting
-    deeper than `MAX_DEPTH`, …).
+    deeper than `max_depth` — less than `MAX_DEPTH` for a value that is spliced into a record).
     """
     try:
         text = json.dumps(value, allow_nan=False, separators=(",", ":"))
     except RecursionError:
-        raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels") from None
-    if _may_be_deep(text) and not within_depth(value):
-        raise ValueError(f"it is nested deeper than {MAX_DEPTH} levels")
+        raise ValueError(f"it is nested deeper than {max_depth} levels") from None
+    if nesting_exceeds(text, max_depth):
+        raise ValueError(f"it is nested deeper than {max_depth} levels")
     return text
-
-
-def _may_be_deep(text: str) -> bool:
-    """False when `text` has too few brackets to nest `MAX_DEPTH` deep (counted in C, so the
-    walk runs only for documents that could fail it)."""
-    return text.count("[") + text.count("{") > MAX_DEPTH
 
 
 def decode_document(key: str, text: str, *, execution_id: str | None = None) -> Any:
@@ -137,30 +132,35 @@ def decode_document(key: str, text: str, *, execution_id: str | None = None) -> 
     except (ValueError, TypeError) as exc:
         raise corrupt(key, f"it is not valid JSON ({exc})", execution_id=execution_id) from None
     except RecursionError:  # the C scanner's own guard: raised before any Python frame is deep
-        value = None
         deep = True
     else:
-        deep = _may_be_deep(text) and not within_depth(value)
+        deep = nesting_exceeds(text)
     if deep:
         raise corrupt(key, f"it is nested deeper than {MAX_DEPTH} levels", execution_id=execution_id)
     return value
 
 
-def within_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """True when `value`'s lists and dicts nest at most `limit` deep (walked without recursion)."""
-    pending: list[tuple[Any, int]] = [(value, 0)]
-    while pending:
-        node, depth = pending.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list | tuple):
-            children = node
-        else:
-            continue
-        if depth >= limit:
+#: A JSON string literal (the unrolled form matches in linear time), and what is not a bracket.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]]+")
+_ONE_KIND = str.maketrans("{}", "[]")
+
+
+def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
+    """True when the valid JSON `text` nests arrays and objects more than `limit` deep.
+
+    Measured on the text, without parsing or walking it (so nothing deep ever reaches a
+    recursive reader): string literals are cut out, the brackets left are made one kind, and
+    each `replace("[]", "")` peels exactly one level off — at most `limit` passes, each in C.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text).translate(_ONE_KIND))
+    for _ in range(limit):
+        if not brackets:
             return False
-        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))
-    return True
+        brackets = brackets.replace("[]", "")
+    return bool(brackets)
 
 
 def corrupt(key: str, why: str, *, execution_id: str | None = None) -> NoeticError:
