@@ -137,3 +137,24 @@ async def test_a_failed_write_is_retried_with_the_next_one(flaky: Any) -> None:
         crash["fail"] = False
         await h.resume("e")
     assert runs == ["a", "b"]  # `a`'s entry went out with `b`'s write
+
+
+async def test_rows_a_failed_write_left_are_written_when_the_turn_ends() -> None:
+    class FailsOnce(Spy):
+        failed = False
+
+        async def write(self, sets: Mapping[str, str], deletes: Sequence[str] = ()) -> None:
+            if not self.failed and any(":ledger:" in k for k in sets):
+                self.failed = True
+                raise OSError("disk briefly full")
+            await super().write(sets, deletes)
+
+    runs: list[str] = []
+    graph = nt.run_code("only", lambda x: runs.append(x) or x)  # its write is the turn's last
+    store = FailsOnce()
+    async with nt.AgentHarness("t", agent_graph=graph, storage=store) as h:
+        await h.run("x", execution_id="e")
+        assert store.failed
+        assert await store.list_prefix("execution:e:ledger:")  # retried when the turn ended
+        assert (await h.resume("e")).output == "x"
+    assert runs == ["x"]  # the resume replayed it

@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
@@ -188,7 +188,7 @@ class AgentHarness:
         fs: str | FsAdapter | None = None,
         storage: Any = None,
         step_ledger_retention: Any = None,
-        durability: str = "step",
+        durability: Literal["step", "turn"] = "step",
         emit_items_on_replay: bool = False,
         context_cache: Any = None,
         projection: Projection | Mapping[str, Any] | None = None,

@@ -166,11 +166,11 @@ class Recorder:
             self._saved_body, self._staged_body = self._staged_body, None
 
     async def close(self, run: Execution) -> None:
-        """Write what is still staged, then release the claim (shielded: it must happen even
-        on cancellation)."""
+        """Write what is still staged (the turn's steps under `"turn"`, or rows a failed write
+        left), then release the claim (shielded: it must happen even on cancellation)."""
         with anyio.CancelScope(shield=True):
             try:
-                if self._mode == "turn":
+                if self._mode == "turn" or self._sets or self._deletes:
                     await self.save(run)
             finally:
                 await self._claim.release()
