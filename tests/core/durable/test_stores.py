@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import noetic as nt
 import pytest
 from noetic.durable import CheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
@@ -201,3 +202,16 @@ async def test_harness_storage_urls_resolve_through_the_registry(tmp_path: Path)
     assert store._conn is None  # the harness closed the store it opened
     async with nt.AgentHarness("t", agent_graph=nt.run_code("a", lambda x: x), storage=url) as h:
         assert (await h.resume(resp.execution_id)).output == "hi"
+
+
+async def test_sqlite_stores_opening_one_new_file_at_once_both_get_wal(tmp_path: Path) -> None:
+    for attempt in range(20):  # the race is narrow: open many pairs of stores on new files
+        path = str(tmp_path / f"new-{attempt}.db")
+        stores = [SqliteCheckpointStore(path) for _ in range(4)]
+        async with anyio.create_task_group() as tg:
+            for i, store in enumerate(stores):
+                tg.start_soon(store.list_prefix, f"{i}")
+        for store in stores:
+            assert store._conn is not None
+            assert store._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            await store.aclose()

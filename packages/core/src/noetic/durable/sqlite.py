@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
@@ -81,11 +82,7 @@ class SqliteCheckpointStore:
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-                # Switching the mode takes a lock without waiting on the busy handler, so only a
-                # new database switches; an existing one is already in WAL (it is persistent).
-                (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
-                if str(mode).lower() != "wal":
-                    conn.execute("PRAGMA journal_mode = WAL")
+                self._use_wal(conn)
                 conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
                 self._prepare(conn)
             except BaseException:
@@ -93,6 +90,26 @@ class SqliteCheckpointStore:
                 raise
             self._conn = conn
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Put a new database in WAL mode (an existing one already is: the mode is persistent).
+
+        Switching takes a lock without waiting on the busy handler, so two connections opening
+        one new file at once can see `database is locked`; the switch is retried, re-reading the
+        mode (the other connection may have switched it), until the busy timeout runs out.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() == "wal":
+                return
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)  # in a worker thread: the event loop is not held
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
