@@ -67,24 +67,41 @@ class ItemsRecord(BaseModel):
 
 #: How deep one item may nest: records hold items three levels down (`{"items": {"items": [...]}}`).
 ITEM_DEPTH = MAX_DEPTH - 3
+
+
+class _ItemRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to a cached item that knows its cache key (lighter than a finalizer)."""
+
+    __slots__ = ("key",)
+    key: int
+
+
 #: Each item's JSON text by item object, dropped when the item is (see `item_json`).
-_texts: dict[int, str] = {}
+_texts: dict[int, tuple[_ItemRef, str]] = {}
+
+
+def _drop(ref: _ItemRef) -> None:
+    found = _texts.get(ref.key)
+    if found is not None and found[0] is ref:
+        del _texts[ref.key]
 
 
 def item_json(item: Item) -> str:
     """The item's JSON text, encoded once per item object.
 
     Items are frozen values, and a thread's history is written again at the start of each of
-    its turns, so caching the text keeps that write to joining strings. The entry is removed by
-    a finalizer when the item is collected, before its `id` can be reused. Raises `ValueError`
-    or `TypeError` for an item that is not plain JSON or nests deeper than `ITEM_DEPTH`.
+    its turns, so caching the text keeps that write to joining strings. An entry is dropped
+    when its item is collected. Raises `ValueError` or `TypeError` for an item that is not
+    plain JSON or nests deeper than `ITEM_DEPTH`.
     """
     key = id(item)
-    text = _texts.get(key)
-    if text is None:
-        text = encode_document(dump_item(item), max_depth=ITEM_DEPTH)
-        _texts[key] = text
-        weakref.finalize(item, _texts.pop, key, None)
+    found = _texts.get(key)
+    if found is not None and found[0]() is item:
+        return found[1]
+    text = encode_document(dump_item(item), max_depth=ITEM_DEPTH)
+    ref = _ItemRef(item, _drop)
+    ref.key = key
+    _texts[key] = (ref, text)
     return text
 
 
