@@ -177,3 +177,20 @@ async def test_outputs_deeper_than_the_bound_are_not_recorded_so_what_is_stored_
         crash["fail"] = False
         assert (await h.resume("deep")).output == "ok"  # no CHECKPOINT_CORRUPT of its own rows
     assert runs == ["nest", "nest"] if reruns else ["nest"]  # an entry holds its output one level down
+
+
+async def test_a_checkpoint_of_the_previous_layout_is_a_schema_mismatch(storage: Any) -> None:
+    await crashed_run(storage)
+    store = storage.open()
+    try:  # the first layout: one snapshot with the whole log in it, no start record
+        await store.write(
+            {SNAPSHOT: json.dumps({"schema_version": 1, "execution_id": EID, "items": {"items": []}})},
+            [START],
+        )
+    finally:
+        await store.aclose()
+    async with nt.AgentHarness("t", agent_graph=graph(), storage=storage.spec()) as h:
+        with pytest.raises(nt.NoeticConfigError) as err:
+            await h.resume(EID)
+    assert err.value.code == "CHECKPOINT_SCHEMA_MISMATCH"
+    assert "clear_checkpoint" in err.value.hint

@@ -208,12 +208,14 @@ class SqliteCheckpointStore:
         def transact(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.executemany(
-                    "INSERT INTO noetic_rows (key, value, crc) VALUES (?, ?, ?) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value, crc = excluded.crc",
-                    rows,
-                )
-                conn.executemany("DELETE FROM noetic_rows WHERE key = ?", gone)
+                if rows:
+                    conn.executemany(
+                        "INSERT INTO noetic_rows (key, value, crc) VALUES (?, ?, ?) "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value, crc = excluded.crc",
+                        rows,
+                    )
+                if gone:  # most steps delete nothing: skip the statement
+                    conn.executemany("DELETE FROM noetic_rows WHERE key = ?", gone)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
