@@ -95,11 +95,6 @@ def field(name: str, raw: str) -> Any:
         pytest.param(LEDGER, field("usage", "[" + "9" * 5000 + ",0,null]"), id="usage-5000-digit-int"),
         pytest.param(LEDGER, field("usage", "[1e400,0,null]"), id="usage-float-overflow"),
         pytest.param(
-            LEDGER,
-            field("items", '{"items":[{"type":"message","role":"user","content":[]}],"custom":[0]}'),
-            id="custom-index-on-a-plain-item",
-        ),
-        pytest.param(
             LEDGER, field("items", '{"items":[],"custom":[99999999]}'), id="custom-index-out-of-range"
         ),
         pytest.param(LEDGER, '{"parts":2,"length":10}', id="head-without-parts"),
