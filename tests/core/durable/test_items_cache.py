@@ -24,3 +24,4 @@ def test_items_json_is_the_record_load_items_reads_back() -> None:
     log = [user_message("a"), user_message("b")]
     record = items.ItemsRecord.model_validate(json.loads(items.items_json(log)))
     assert items.load_items(record, {}) == log
+    assert items.load_items(items.dump_items(log), {}) == log  # the same record as data

@@ -105,6 +105,12 @@ def item_json(item: Item) -> str:
     return text
 
 
+def dump_items(items: Sequence[Item]) -> dict[str, Any]:
+    """The record of `items` as data: what `items_json` writes as text."""
+    record: dict[str, Any] = json.loads(items_json(items))
+    return record
+
+
 def items_json(items: Sequence[Item]) -> str:
     """`{"items": [...], "custom": [positions of final custom items]}` as JSON text."""
     custom = [i for i, item in enumerate(items) if isinstance(item, CustomItem)]
@@ -112,9 +118,11 @@ def items_json(items: Sequence[Item]) -> str:
     return f'{{"items":[{listed}],"custom":{json.dumps(custom)}}}'
 
 
-def load_items(record: ItemsRecord, declarations: Declarations) -> list[Item]:
-    """The items of an `items_json` record (an item of a bad shape raises `INVALID_ITEM` or a
-    `pydantic.ValidationError`)."""
+def load_items(record: ItemsRecord | Mapping[str, Any], declarations: Declarations) -> list[Item]:
+    """The items of an `items_json` / `dump_items` record (a record or an item of a bad shape
+    raises `INVALID_ITEM` or a `pydantic.ValidationError`)."""
+    if not isinstance(record, ItemsRecord):
+        record = ItemsRecord.model_validate(record)
     custom = set(record.custom)
     return [
         _custom(raw, declarations) if i in custom else parse_item(raw) for i, raw in enumerate(record.items)
