@@ -29,6 +29,7 @@ __all__ = [
     "Declarations",
     "ItemsRecord",
     "declarations_of",
+    "dump_items",
     "item_json",
     "items_json",
     "load_items",
