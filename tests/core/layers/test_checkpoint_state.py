@@ -73,16 +73,20 @@ async def test_a_user_layer_store_wins_over_storage() -> None:
     assert info.value.code == "INVALID_LAYER"
 
 
-async def test_a_damaged_row_fails_init_with_checkpoint_corrupt() -> None:
-    """A row that is not JSON fails the layer's init loudly, naming the corrupt key."""
+@pytest.mark.parametrize("row", ["{not json", "[" * 100_000 + "]" * 100_000])
+async def test_a_damaged_row_fails_init_with_checkpoint_corrupt(row: str) -> None:
+    """A row that is not JSON, or nested absurdly deep, fails the layer's init loudly with
+    `CHECKPOINT_CORRUPT` naming the key — never a RecursionError or a hang."""
     store = MemoryCheckpointStore()
-    await store.set(LAYER_STATE_PREFIX + "layers/counter/t1/state", "{not json")
+    key = LAYER_STATE_PREFIX + "layers/counter/t1/state"
+    await store.set(key, row)
     async with harness(Counter([]), storage=store) as h:
         with pytest.raises(nt.NoeticError) as info:
             await h.run("go", thread_id="t1")
     assert info.value.code == "layer_init_failed"
     cause = info.value.__cause__
     assert isinstance(cause, nt.NoeticError) and cause.code == "CHECKPOINT_CORRUPT"
+    assert key in str(cause)
 
 
 async def test_state_json_cannot_carry_is_logged_not_stored(caplog: pytest.LogCaptureFixture) -> None:
