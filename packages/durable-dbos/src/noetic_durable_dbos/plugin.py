@@ -1,0 +1,14 @@
+"""The `noetic` entry point of noetic-durable-dbos: the `postgresql://` checkpoint store and
+the `noetic worker` command."""
+
+from __future__ import annotations
+
+import noetic
+from noetic.registry import Register
+
+
+@noetic.hookimpl
+def register_checkpoint_stores(register: Register) -> None:
+    """`storage="postgresql://..."` (and `postgres://`) opens a `PostgresCheckpointStore`."""
+    register("postgresql", "noetic_durable_dbos.store:postgres_store_from_url")
+    register("postgres", "noetic_durable_dbos.store:postgres_store_from_url")
