@@ -304,9 +304,9 @@ class PostgresCheckpointStore:
             for execution_id in lost:
                 log.error("the claim on execution %s lapsed and was taken elsewhere", execution_id)
 
-    def _renewal(self, holders: list[str]) -> Callable[[psycopg.Connection[Any]], set[str]]:
-        def renew(conn: psycopg.Connection[Any]) -> set[str]:
-            return {row[0] for row in conn.execute(_RENEW, (self.claim_lease, holders))}
+    def _renewal(self, holders: list[str]) -> Callable[[psycopg.Connection[Any]], frozenset[str]]:
+        def renew(conn: psycopg.Connection[Any]) -> frozenset[str]:
+            return frozenset(row[0] for row in conn.execute(_RENEW, (self.claim_lease, holders)))
 
         return renew
 
