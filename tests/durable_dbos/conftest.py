@@ -5,6 +5,7 @@ when missing, started once per test session on a temporary data directory and a 
 from __future__ import annotations
 
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,11 @@ import pytest
 from noetic_durable_dbos.local_postgres import LocalPostgres
 
 REPO = Path(__file__).resolve().parents[2]
+# The helper modules beside this file (the agent workers run, the fleet) import by plain name,
+# in the tests and in the worker processes alike.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dbos_fleet import Fleet  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +42,11 @@ def database_url(postgres: LocalPostgres) -> Iterator[str]:
     yield postgres.url.rsplit("/", 1)[0] + f"/{name}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def fleet(database_url: str, tmp_path: Path) -> Iterator[Fleet]:
+    """Worker processes on a fresh database (none started yet: tests start them); all stopped after."""
+    started = Fleet(database_url, tmp_path)
+    yield started
+    started.stop()

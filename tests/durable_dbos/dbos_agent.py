@@ -6,8 +6,8 @@ step inserts a row (execution id, step, pid, cost) into the table `step_runs` of
 named by `NOETIC_TEST_SIDE_CHANNEL`, so a test can count model calls and step runs across
 processes, including the ones that were killed.
 
-An execution whose id is listed in `NOETIC_TEST_PARK` as `id=step` parks at the start of that
-code step on its first attempt: it writes `{NOETIC_TEST_PARK_DIR}/{id}` (holding its pid) and
+An execution whose id is listed in `NOETIC_TEST_PARK` as `id=step` parks in that code step
+(after recording it) on its first attempt: it writes `{NOETIC_TEST_PARK_DIR}/{id}` (holding its pid) and
 sleeps until it is killed. The next attempt finds the file and goes on.
 """
 
@@ -53,8 +53,8 @@ def _park_here(execution_id: str, step: str) -> None:
 
 def _code_step(step: str) -> Any:
     def run(value: Any, ctx: nt.Context) -> Any:
-        _park_here(ctx.id, step)
         record(ctx.id, step)
+        _park_here(ctx.id, step)
         return value
 
     return nt.run_code(step, run)
