@@ -89,3 +89,7 @@ def create_side_channel(url: str) -> None:
             "CREATE TABLE IF NOT EXISTS step_runs (execution_id TEXT NOT NULL, step TEXT NOT NULL,"
             " pid INTEGER NOT NULL, cost DOUBLE PRECISION NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT now())"
         )
+
+
+#: An agent given as a plain step: the worker builds its harness.
+shout = nt.run_code("shout", lambda value: str(value).upper())

@@ -37,16 +37,28 @@ class Fleet:
         """Make these executions (id -> code step) park on their first attempt, for workers started later."""
         self.env["NOETIC_TEST_PARK"] = ",".join(f"{eid}={step}" for eid, step in where.items())
 
-    def start(self, *, concurrency: int = 1, lease: float = 1.5) -> subprocess.Popen[bytes]:
+    def start(
+        self, *, concurrency: int = 1, lease: float = 1.5, agents: tuple[str, ...] = (AGENT,)
+    ) -> subprocess.Popen[bytes]:
         """One more worker: fast heartbeats and short leases, so recovery takes seconds."""
         storage = f"{self.url}?claim_lease={lease}"
         log = (self.logs / f"worker-{len(self.workers)}.log").open("wb")
-        argv = [sys.executable, "-m", "noetic.cli", "worker", "--storage", storage, AGENT]
+        argv = [sys.executable, "-m", "noetic.cli", "worker", "--storage", storage, *agents]
         argv += ["--concurrency", str(concurrency), "--heartbeat", "0.3", "--dead-after", "1.5"]
         argv += ["--poll-interval", "0.05"]
         process = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.workers.append(process)
         return process
+
+    def noetic(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        """Run a `noetic` command as a user would."""
+        return subprocess.run(
+            [sys.executable, "-m", "noetic.cli", *argv],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
 
     def stop(self) -> None:
         for process in self.workers:

@@ -140,3 +140,37 @@ async def test_a_harness_opens_the_store_from_its_url(database_url: str) -> None
         "t", agent_graph=graph, storage=database_url.replace("postgresql", "postgres", 1)
     ) as harness:
         assert (await harness.resume(response.execution_id)).output == "hi"
+
+
+async def test_two_harnesses_racing_for_one_execution_run_it_once(database_url: str) -> None:
+    """Two processes' worth of stores: one harness runs the execution, the other is refused."""
+    import anyio
+
+    calls: list[str] = []
+    entered = anyio.Event()
+
+    async def slow(value: str) -> str:
+        calls.append(value)
+        entered.set()
+        await anyio.sleep(0.5)
+        return value.upper()
+
+    graph = nt.run_code("slow", slow)
+    outcomes: list[object] = []
+
+    async def attempt(store: PostgresCheckpointStore) -> None:
+        async with nt.AgentHarness("race", agent_graph=graph, storage=store) as harness:
+            try:
+                outcomes.append((await harness.run("go", execution_id="raced")).output)
+            except nt.NoeticError as exc:
+                outcomes.append(exc.code)
+
+    first, second = PostgresCheckpointStore(database_url), PostgresCheckpointStore(database_url)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(attempt, first)
+        await entered.wait()
+        tg.start_soon(attempt, second)
+    assert calls == ["go"]
+    assert sorted(map(str, outcomes)) == ["EXECUTION_LOCKED", "GO"]
+    await first.aclose()
+    await second.aclose()

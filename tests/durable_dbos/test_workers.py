@@ -5,6 +5,7 @@ twice, racing enqueues run one execution, and a Postgres restart loses nothing."
 from __future__ import annotations
 
 import functools
+import json
 import os
 import signal
 import time
@@ -154,3 +155,30 @@ async def test_a_postgres_restart_mid_run_loses_nothing(postgres: LocalPostgres,
     assert set(model_calls) == {(e, s) for e in ids for s in MODEL_STEPS}
     assert all(workers.poll() is None for workers in fleet.workers), "a worker died in the restart"
     assert ran_before < len(fleet.step_runs()), "every step had run before the restart"
+
+
+async def test_the_cli_enqueues_and_reads_results_and_a_worker_stops_cleanly(fleet: Fleet) -> None:
+    worker = fleet.start(agents=(AGENT, "dbos_agent:shout"))
+    queued = fleet.noetic(
+        "enqueue", "--storage", fleet.url, "dbos_agent:shout", "--input", "hello", "--execution-id", "cli-1"
+    )
+    assert queued.returncode == 0, queued.stderr
+    assert queued.stdout.strip() == "cli-1"
+    shown = fleet.noetic("result", "--storage", fleet.url, "cli-1", "--timeout", "120")
+    assert shown.returncode == 0, shown.stderr
+    record = json.loads(shown.stdout)
+    assert (record["execution_id"], record["status"], record["output"]) == ("cli-1", "completed", "HELLO")
+    missing = fleet.noetic("result", "--storage", fleet.url, "never-enqueued")
+    assert missing.returncode == 1
+    assert "UNKNOWN_EXECUTION" in missing.stderr and "Traceback" not in missing.stderr
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+
+
+def test_a_worker_with_a_bad_agent_reference_exits_with_its_error(fleet: Fleet) -> None:
+    done = fleet.noetic("worker", "--storage", fleet.url, "dbos_agent:COSTS")
+    assert done.returncode == 2
+    assert "INVALID_STEP" in done.stderr and "Traceback" not in done.stderr
+    done = fleet.noetic("worker", "--storage", "sqlite:///x.db", AGENT)
+    assert done.returncode == 2
+    assert "postgresql://" in done.stderr
