@@ -11,6 +11,8 @@ runner's client calls also work on trio.
 
 from __future__ import annotations
 
+from noetic_durable_dbos.runner import DbosRunner, ExecutionResult
 from noetic_durable_dbos.store import PostgresCheckpointStore, postgres_store_from_url
+from noetic_durable_dbos.worker import Worker
 
-__all__ = ["PostgresCheckpointStore", "postgres_store_from_url"]
+__all__ = ["DbosRunner", "ExecutionResult", "PostgresCheckpointStore", "Worker", "postgres_store_from_url"]
