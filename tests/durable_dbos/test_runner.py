@@ -65,3 +65,18 @@ def test_a_result_round_trips_through_its_record() -> None:
         executor_id="w1",
     )
     assert ExecutionResult.from_record("e", result.to_record()) == result
+
+
+async def test_an_unreachable_database_is_a_store_failure_without_the_password() -> None:
+    async with DbosRunner("postgresql://app:hunter2@127.0.0.1:1/agents") as runner:
+        with pytest.raises(nt.NoeticError) as err:
+            await runner.enqueue(AGENT, "x")
+    assert err.value.code == "CHECKPOINT_STORE_FAILED"
+    assert "127.0.0.1:1/agents" in err.value.message
+    assert "hunter2" not in str(err.value)
+
+
+def test_the_enqueue_command_reports_an_unreachable_database(fleet: Fleet) -> None:
+    done = fleet.noetic("enqueue", "--storage", "postgresql://app@127.0.0.1:1/agents", AGENT)
+    assert done.returncode == 2
+    assert "CHECKPOINT_STORE_FAILED" in done.stderr and "Traceback" not in done.stderr

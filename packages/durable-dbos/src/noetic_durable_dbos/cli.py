@@ -61,7 +61,11 @@ def _run_worker(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     print(f"worker {worker.executor_id} serving queue {args.queue!r}", flush=True)
-    worker.serve(stop)
+    try:
+        worker.serve(stop)
+    except Exception as exc:  # noqa: BLE001 - a worker that cannot go on says why, without a traceback
+        print(f"noetic worker: stopped: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from noetic.errors import NoeticConfigError, NoeticError
 
-from noetic_durable_dbos.store import postgres_store_from_url
+from noetic_durable_dbos.store import display_url, postgres_store_from_url
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -32,6 +32,8 @@ __all__ = [
     "ExecutionResult",
     "dbos_database_url",
 ]
+
+T = TypeVar("T")
 
 #: The DBOS application every Noetic worker and runner belongs to.
 APPLICATION = "noetic"
@@ -145,6 +147,7 @@ class DbosRunner:
 
     def __init__(self, storage: str, *, queue: str = DEFAULT_QUEUE):
         self.system_database_url = dbos_database_url(storage)
+        self.where = display_url(self.system_database_url)
         self.queue = queue
         self._client: Any = None
         self._lock = anyio.Lock()
@@ -152,8 +155,21 @@ class DbosRunner:
     async def _dbos(self) -> Any:
         async with self._lock:
             if self._client is None:
-                self._client = await anyio.to_thread.run_sync(self._connect)
+                self._client = await self._call(self._connect)
             return self._client
+
+    async def _call(self, fn: Callable[[], T]) -> T:
+        """Run a blocking DBOS call in a worker thread; a database failure is `CHECKPOINT_STORE_FAILED`."""
+        try:
+            return await anyio.to_thread.run_sync(fn)
+        except NoeticError:
+            raise
+        except Exception as exc:  # DBOS raises SQLAlchemy errors and its own alike
+            raise NoeticError(
+                "CHECKPOINT_STORE_FAILED",
+                f"the DBOS system database {self.where} failed: {type(exc).__name__}: {exc}",
+                where=self.where,
+            ) from exc
 
     def _connect(self) -> Any:
         from dbos import DBOS, DBOSClient
@@ -165,6 +181,7 @@ class DbosRunner:
             serializer=DBOSPortableJSON,
             application_name=APPLICATION,
             system_database_pool_size=4,
+            retry_connection_errors=False,  # bounded waits are ours (`result(timeout=)`), not a hang
         )
 
     async def enqueue(self, agent: str, input: Any, *, execution_id: str | None = None) -> str:
@@ -182,13 +199,13 @@ class DbosRunner:
         execution_id = execution_id or f"exec_{uuid.uuid4().hex}"
         client = await self._dbos()
         options = {"queue_name": self.queue, "workflow_name": WORKFLOW_NAME, "workflow_id": execution_id}
-        await anyio.to_thread.run_sync(lambda: client.enqueue(options, agent, execution_id, input))
+        await self._call(lambda: client.enqueue(options, agent, execution_id, input))
         return execution_id
 
     async def status(self, execution_id: str) -> str:
         """`queued`, `running`, `finished`, `failed`, `cancelled`, or `unknown` (no such execution)."""
         client = await self._dbos()
-        found = await anyio.to_thread.run_sync(lambda: client.list_workflows(workflow_ids=[execution_id]))
+        found = await self._call(lambda: client.list_workflows(workflow_ids=[execution_id]))
         if not found:
             return "unknown"
         status = _STATUSES.get(found[0].status, "running")
@@ -208,7 +225,13 @@ class DbosRunner:
         client = await self._dbos()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            found = await anyio.to_thread.run_sync(lambda: client.list_workflows(workflow_ids=[execution_id]))
+            try:
+                found = await self._call(lambda: client.list_workflows(workflow_ids=[execution_id]))
+            except NoeticError:  # the database is restarting or unreachable: keep waiting
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+                await anyio.sleep(poll)
+                continue
             if not found:
                 raise NoeticError(
                     "UNKNOWN_EXECUTION",

@@ -37,7 +37,13 @@ from noetic.errors import NoeticConfigError, NoeticError
 from psycopg import conninfo
 from psycopg_pool import ConnectionPool
 
-__all__ = ["LAYOUT_VERSION", "PostgresCheckpointStore", "PostgresClaim", "postgres_store_from_url"]
+__all__ = [
+    "LAYOUT_VERSION",
+    "PostgresCheckpointStore",
+    "PostgresClaim",
+    "display_url",
+    "postgres_store_from_url",
+]
 
 log = logging.getLogger("noetic_durable_dbos.store")
 
@@ -107,7 +113,7 @@ class PostgresCheckpointStore:
         self.url = url
         self.claim_lease = claim_lease
         self.retry_for = retry_for
-        self.where = _display(url)
+        self.where = display_url(url)
         self._pool = ConnectionPool(
             url, min_size=1, max_size=pool_size, open=False, kwargs={"connect_timeout": 10}, name="noetic"
         )
@@ -328,7 +334,7 @@ class PostgresCheckpointStore:
         return f"PostgresCheckpointStore({self.where!r})"
 
 
-def _display(url: str) -> str:
+def display_url(url: str) -> str:
     """`host:port/dbname` of a connection URL, without its user or password."""
     parts = urlsplit(url)
     return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
@@ -354,7 +360,7 @@ def postgres_store_from_url(url: str) -> PostgresCheckpointStore:
     except psycopg.ProgrammingError as exc:
         raise NoeticConfigError(
             "UNKNOWN_CHECKPOINT_STORE",
-            f"storage URL for {_display(url)} is not a valid PostgreSQL connection URL: {exc}",
+            f"storage URL for {display_url(url)} is not a valid PostgreSQL connection URL: {exc}",
             hint=hint,
         ) from None
     settings: dict[str, Any] = {}
@@ -366,7 +372,7 @@ def postgres_store_from_url(url: str) -> PostgresCheckpointStore:
         if not number > 0:
             raise NoeticConfigError(
                 "UNKNOWN_CHECKPOINT_STORE",
-                f"storage URL for {_display(url)}: {key} must be a positive number, got {raw!r}",
+                f"storage URL for {display_url(url)}: {key} must be a positive number, got {raw!r}",
                 hint=hint,
             )
         settings[key] = number
