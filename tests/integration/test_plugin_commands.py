@@ -89,12 +89,12 @@ def test_a_command_whose_target_cannot_be_imported_says_why(tmp_path: Path) -> N
 
 
 def test_a_command_of_a_plugin_that_failed_to_load_names_the_plugin(tmp_path: Path) -> None:
-    path = distribution(tmp_path, "noetic-worker-test", "raise ImportError('needs a missing driver')\n")
-    done = noetic(path, "worker", "--storage", "postgresql://x/y")
+    path = distribution(tmp_path, "noetic-frob-test", "raise ImportError('needs a missing driver')\n")
+    done = noetic(path, "frobnicate", "--storage", "postgresql://x/y")
     assert done.returncode == 2
     assert "invalid choice" not in done.stderr
-    assert "'worker' is not a command" in done.stderr
-    assert "noetic-worker-test" in done.stderr and "needs a missing driver" in done.stderr
+    assert "'frobnicate' is not a command" in done.stderr
+    assert "noetic-frob-test" in done.stderr and "needs a missing driver" in done.stderr
 
 
 def test_an_unknown_command_without_broken_plugins_is_argparses_usual_error(tmp_path: Path) -> None:
