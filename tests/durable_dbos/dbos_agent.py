@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,22 @@ CLEAN_COST = sum(COSTS.values())
 
 
 def record(execution_id: str, step: str, cost: float = 0.0) -> None:
-    """One row in the side channel."""
-    with psycopg.connect(os.environ["NOETIC_TEST_SIDE_CHANNEL"], autocommit=True) as conn:
-        conn.execute(
-            "INSERT INTO step_runs (execution_id, step, pid, cost) VALUES (%s, %s, %s, %s)",
-            (execution_id, step, os.getpid(), cost),
-        )
+    """One row in the side channel; retried while the server restarts, so no run goes uncounted."""
+    deadline = time.monotonic() + 60
+    run_id = uuid.uuid4().hex  # a retried insert whose first try committed is not counted twice
+    while True:
+        try:
+            with psycopg.connect(os.environ["NOETIC_TEST_SIDE_CHANNEL"], autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO step_runs (run_id, execution_id, step, pid, cost) VALUES (%s, %s, %s, %s, %s)"
+                    " ON CONFLICT (run_id) DO NOTHING",
+                    (run_id, execution_id, step, os.getpid(), cost),
+                )
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def _park_here(execution_id: str, step: str) -> None:
@@ -86,7 +97,7 @@ def create_side_channel(url: str) -> None:
     """Create the `step_runs` table."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS step_runs (execution_id TEXT NOT NULL, step TEXT NOT NULL,"
+            "CREATE TABLE IF NOT EXISTS step_runs (run_id TEXT PRIMARY KEY, execution_id TEXT NOT NULL, step TEXT NOT NULL,"
             " pid INTEGER NOT NULL, cost DOUBLE PRECISION NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT now())"
         )
 
