@@ -80,3 +80,18 @@ def test_the_enqueue_command_reports_an_unreachable_database(fleet: Fleet) -> No
     done = fleet.noetic("enqueue", "--storage", "postgresql://app@127.0.0.1:1/agents", AGENT)
     assert done.returncode == 2
     assert "CHECKPOINT_STORE_FAILED" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_noetic_plugins_lists_the_store_and_the_commands() -> None:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "noetic.cli", "plugins", "--json"], capture_output=True, text=True, timeout=120
+    )
+    report = {p["name"]: p for p in json.loads(done.stdout)}
+    entry = report["durable-dbos"]
+    assert entry["distribution"] == "noetic-durable-dbos" and entry["error"] is None
+    assert {"checkpoint store postgresql", "checkpoint store postgres"} <= set(entry["registered"])
+    assert {"command worker", "command enqueue", "command result"} <= set(entry["registered"])
