@@ -182,3 +182,47 @@ def test_a_worker_with_a_bad_agent_reference_exits_with_its_error(fleet: Fleet) 
     done = fleet.noetic("worker", "--storage", "sqlite:///x.db", AGENT)
     assert done.returncode == 2
     assert "postgresql://" in done.stderr
+
+
+def pid_of(executor_id: str | None) -> int:
+    """The pid inside a default executor id (`host-pid-random`)."""
+    assert executor_id is not None
+    return int(executor_id.rsplit("-", 2)[1])
+
+
+@pytest.mark.slow
+async def test_workers_killed_at_arbitrary_moments_rerun_only_what_was_in_flight(fleet: Fleet) -> None:
+    """SIGKILL at moments the test does not choose, three executions at once per worker: a step
+    in flight on the killed worker may run again (at least once), a completed one never does."""
+    for _ in range(3):
+        fleet.start(concurrency=3)
+    ids = [f"k{i:03d}" for i in range(200)]
+    killed: list[int] = []
+    async with DbosRunner(fleet.url) as runner:
+        for execution_id in ids:
+            await runner.enqueue(AGENT, f"task {execution_id}", execution_id=execution_id)
+        for threshold in (150, 550):  # of the 1000 step runs
+            await anyio.to_thread.run_sync(wait_for_steps, fleet, threshold)
+            busy = fleet.step_runs()[-1][2]  # the worker that ran the latest step: it is mid-run
+            victim = next(w for w in fleet.workers if w.pid == busy)
+            victim.send_signal(signal.SIGKILL)
+            killed.append(busy)
+            fleet.start(concurrency=3)
+        done = await results(runner, ids)
+    assert all(r.status == "completed" and r.cost == CLEAN_COST for r in done.values())
+    runs = fleet.step_runs()
+    by_step: dict[tuple[str, str], list[int]] = {}
+    for e, s, p, _ in runs:
+        by_step.setdefault((e, s), []).append(p)
+    assert set(by_step) == {(e, s) for e in ids for s in (*CODE_STEPS, *MODEL_STEPS)}
+    for key, pids in by_step.items():
+        # Run again only when the first run was on a killed worker (in flight when it died).
+        assert len(pids) == 1 or (len(pids) == 2 and pids[0] in killed), (key, pids)
+    rerun = {e for (e, _), pids in by_step.items() if len(pids) == 2}
+    assert len(rerun) <= 3 * len(killed)  # at most the executions in flight on the killed workers
+    for execution_id, result in done.items():
+        # billed_cost is exactly what the finishing attempt paid, by the side channel.
+        finisher = pid_of(result.executor_id)
+        paid = sum(c for e, _, p, c in runs if e == execution_id and p == finisher)
+        assert result.billed_cost == paid, execution_id
+    assert any(r.resumed for r in done.values())  # the kills did interrupt executions
