@@ -239,31 +239,30 @@ def _recover(executor_ids: Sequence[str]) -> None:
 
 
 # --- the DBOS workflow ---------------------------------------------------------------------------
-# DBOS registers workflows by decorating functions, once per process, before launch; the worker
-# the process serves is found through `_bind`.
+# DBOS registers workflows by decorating functions, once per process and before launch. DBOS is
+# one instance per process, so one worker is served per process: `_bind` records it.
 
-_serving: list[Worker] = []
+
+class _Process:
+    """The worker this process serves, and whether the workflow is registered with DBOS."""
+
+    worker: Worker | None = None
+    registered = False
 
 
 def _bind(worker: Worker) -> None:
-    _serving[:] = [worker]
-    _register_workflow()
-
-
-_registered: list[Any] = []
-
-
-def _register_workflow() -> None:
-    if _registered:
+    _Process.worker = worker
+    if _Process.registered:
         return
     from dbos import DBOS
 
     @DBOS.step(name="noetic_attempt")
     async def attempt(agent: str, execution_id: str, input: Any) -> dict[str, Any]:
-        return await _serving[0].run_attempt(agent, execution_id, input)
+        assert _Process.worker is not None
+        return await _Process.worker.run_attempt(agent, execution_id, input)
 
     @DBOS.workflow(name=WORKFLOW_NAME)
     async def execution(agent: str, execution_id: str, input: Any) -> dict[str, Any]:
         return await attempt(agent, execution_id, input)
 
-    _registered.append(execution)
+    _Process.registered = True
