@@ -4,10 +4,13 @@ A Context carries identity (`id`, `parent`, `depth`), counters (`step_count`, `t
 `elapsed`, `cost`, `billed_cost`, `held_cost`), the `item_log`, user `state`, layer handles
 (`context`), channel operations and the lifecycle controls `checkpoint`, `complete` and `abort`.
 
-Abort is a flag plus cancellation: `abort(reason)` is synchronous, first call wins, and it
-cancels every abortable operation in flight on this context (a blocked `recv`, a parked
-`send`, the model stream, a running step body) — each of which then raises
-`NoeticError("cancelled")` — and cascades to every live child, never to the parent.
+Abort is a flag plus the rejection of Noetic's own waits: `abort(reason)` is synchronous, first
+call wins, sets `aborted`, and rejects every wait Noetic itself holds on this context (a blocked
+`recv`, a parked `send`, the model stream) with `NoeticError("cancelled")`; the next step and the
+next loop iteration refuse to start. It cascades to every live child, never to the parent.
+Abort never raises anyio's cancellation inside user code: a `run_code` body, a tool, a route
+or a hook keeps running to its end (it can look at `ctx.aborted` or `await ctx.wait_aborted()`),
+and its result is then discarded for `cancelled` (CTX-17).
 """
 
 from __future__ import annotations
@@ -70,7 +73,11 @@ class Span:
 
 class Abortable:
     """A cancel scope that this context's `abort` cancels; leaving it after such a
-    cancellation raises `NoeticError("cancelled")` instead of anyio's cancellation."""
+    cancellation raises `NoeticError("cancelled")` instead of anyio's cancellation.
+
+    Only Noetic's own waits (channel operations, the model stream) run inside one; user code
+    never does, so abort cannot cut a user's `await` (CTX-17).
+    """
 
     __slots__ = ("_ctx", "_scope")
 
@@ -315,8 +322,9 @@ class Context:
     def abort(self, reason: str | None = None) -> None:
         """Abort this context and every live child; the first call wins (CTX-9, CTX-10).
 
-        In-flight abortable work on these contexts raises `NoeticError("cancelled")`.
-        Layer teardown does not run; use `harness.cancel(ctx, reason)` for that.
+        Noetic's waits in flight on these contexts raise `NoeticError("cancelled")`; user code
+        that is running is not interrupted (CTX-17). Layer teardown does not run; use
+        `harness.cancel(ctx, reason)` for that.
         """
         if self._aborted:
             return
@@ -338,7 +346,8 @@ class Context:
         await self._abort_event.wait()
 
     def abortable(self) -> Abortable:
-        """A cancel scope `abort` cancels, converting that cancellation to `cancelled`."""
+        """A cancel scope `abort` cancels, converting that cancellation to `cancelled`
+        (for the runtime's own waits; never wrap user code in it)."""
         return Abortable(self)
 
     # --- accounting (runtime-internal) ------------------------------------------------------

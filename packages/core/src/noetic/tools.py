@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
 
-__all__ = ["InvokeTool", "Tool", "invoke_tool", "run_tool_call", "tool"]
+__all__ = ["InvokeTool", "Tool", "cancelled_output", "invoke_tool", "run_tool_call", "tool"]
 
 
 class Tool:
@@ -64,7 +64,7 @@ class Tool:
         return ToolDefinition(self.name, self.description, self.input.json_schema)
 
     async def call(self, args: Any, ctx: Context) -> Any:
-        """Run the tool with already validated arguments (the caller holds the abortable scope)."""
+        """Run the tool with already validated arguments (abort never interrupts it, CTX-17)."""
         return await call_user(self.execute, self._with_ctx, args, ctx)
 
     def __repr__(self) -> str:
@@ -102,6 +102,15 @@ async def run_tool_call(
     except Exception as exc:  # noqa: BLE001 - the model reads the error and may recover
         return _error_output(call, f"tool {call.name!r} raised {type(exc).__name__}: {exc}"), True
     return FunctionCallOutputItem(call_id=call.call_id, output=encode_output(result)), False
+
+
+def cancelled_output(call: FunctionCallItem, reason: str) -> FunctionCallOutputItem:
+    """The output recorded for a call that was cancelled before it finished (IL-8).
+
+    Status `incomplete`, and an `error` the model can read on the next turn.
+    """
+    body = {"error": "cancelled", "reason": reason}
+    return FunctionCallOutputItem(call_id=call.call_id, output=json.dumps(body), status="incomplete")
 
 
 def _error_output(call: FunctionCallItem, message: str) -> FunctionCallOutputItem:
@@ -147,8 +156,7 @@ class InvokeTool(Step):
                 step_id=self.id,
                 retries_exhausted=False,
             ) from None
-        with ctx.abortable():
-            return await self.tool.call(args, ctx)
+        return await self.tool.call(args, ctx)
 
 
 def invoke_tool(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from noetic.errors import NoeticConfigError
+from noetic.errors import NoeticConfigError, cancelled
 from noetic.steps.base import Step, call_user, execute, takes_ctx
 
 if TYPE_CHECKING:
@@ -95,8 +95,9 @@ class Conditional(Step):
         self._with_ctx = takes_ctx(route)
 
     async def run(self, input: Any, ctx: Context) -> Any:
-        with ctx.abortable():
-            chosen = await call_user(self.route, self._with_ctx, input, ctx)
+        chosen = await call_user(self.route, self._with_ctx, input, ctx)
+        if ctx.aborted:
+            raise cancelled(ctx.abort_reason)
         if chosen is None:
             return input
         if not isinstance(chosen, Step):
