@@ -118,10 +118,11 @@ def _error_output(call: FunctionCallItem, message: str) -> FunctionCallOutputIte
 
 
 class InvokeTool(Step):
-    """Calls a tool directly: arguments are the input merged with `args` (args win)."""
+    """Calls a tool directly: arguments are the input merged with `args` (args win), or —
+    with `merge_input=False` — `args` alone (a document's `invokeTool` node)."""
 
     kind = "invoke_tool"
-    __slots__ = ("args", "tool")
+    __slots__ = ("args", "merge_input", "tool")
 
     def __init__(
         self,
@@ -129,6 +130,7 @@ class InvokeTool(Step):
         tool: Tool,
         args: Mapping[str, Any] | None = None,
         *,
+        merge_input: bool = True,
         custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
         emit_items: Any = None,
     ):
@@ -141,9 +143,10 @@ class InvokeTool(Step):
         super().__init__(id, custom_items=custom_items, emit_items=emit_items)
         self.tool = tool
         self.args = dict(args) if args is not None else None
+        self.merge_input = merge_input
 
     async def run(self, input: Any, ctx: Context) -> Any:
-        raw = to_jsonable(input)
+        raw: Any = to_jsonable(input) if self.merge_input else {}
         if self.args is not None:
             raw = {**raw, **self.args} if isinstance(raw, Mapping) else dict(self.args)
         try:
@@ -164,8 +167,12 @@ def invoke_tool(
     tool: Tool,
     args: Mapping[str, Any] | None = None,
     *,
+    merge_input: bool = True,
     custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
     emit_items: Any = None,
 ) -> InvokeTool:
-    """A step that calls `tool` with the step input merged with `args`."""
-    return InvokeTool(id, tool, args, custom_items=custom_items, emit_items=emit_items)
+    """A step that calls `tool` with the step input merged with `args` (`args` alone with
+    `merge_input=False`)."""
+    return InvokeTool(
+        id, tool, args, merge_input=merge_input, custom_items=custom_items, emit_items=emit_items
+    )

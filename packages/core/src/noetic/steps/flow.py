@@ -17,7 +17,16 @@ __all__ = ["Conditional", "Sequence_", "conditional", "ensure_steps", "sequence"
 
 def ensure_steps(owner: str, steps: Step | Sequence[Step]) -> tuple[Step, ...]:
     """Normalise one step or a list of steps, rejecting anything that is not a step."""
-    items = (steps,) if isinstance(steps, Step) else tuple(steps)
+    if isinstance(steps, Step):
+        items: tuple[Any, ...] = (steps,)
+    elif isinstance(steps, list | tuple):
+        items = tuple(steps)
+    else:
+        raise NoeticConfigError(
+            "INVALID_STEP",
+            f"{owner}: expected a step or a list of steps, got {type(steps).__name__}",
+            hint="Pass one step (nt.run_code(...), nt.call_model(...), …) or a non-empty list of them.",
+        )
     if not items:
         raise NoeticConfigError(
             "INVALID_STEP", f"{owner}: needs at least one step", hint="Pass one step or a non-empty list."

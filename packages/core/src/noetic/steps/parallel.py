@@ -104,11 +104,17 @@ class InParallel(Step):
                 f"in_parallel {id!r}: unknown mode {mode!r}",
                 hint="Use mode='all', 'race' or 'settle'.",
             )
-        if concurrency is not None and concurrency < 1:
+        if concurrency is not None and (not _is_number(concurrency) or concurrency < 1):
             raise NoeticConfigError(
                 "INVALID_STEP",
-                f"in_parallel {id!r}: concurrency must be at least 1, got {concurrency}",
+                f"in_parallel {id!r}: concurrency must be a whole number of at least 1, got {concurrency!r}",
                 hint="Pass concurrency=None for no bound, or a positive number.",
+            )
+        if merge is not None and not callable(merge):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"in_parallel {id!r}: merge must be a function, got {type(merge).__name__}",
+                hint="Pass merge=lambda results: ... (plain or async), or leave it out to get the list.",
             )
         self.steps = ensure_steps(f"in_parallel {id!r}", steps)
         self.mode = mode
@@ -194,6 +200,10 @@ class InParallel(Step):
         if inspect.isawaitable(value):
             value = await value
         return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _fork_partial(step_id: str, paths: list[_Path]) -> NoeticError:

@@ -50,7 +50,8 @@ class Spawn(Step):
             raise NoeticConfigError(
                 "INVALID_STEP", f"spawn {id!r}: {step!r} is not a step", hint="Pass the child step as step=."
             )
-        if timeout is not None and not timeout > 0:
+        number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+        if timeout is not None and not (number and timeout > 0):
             raise NoeticConfigError(
                 "INVALID_STEP",
                 f"spawn {id!r}: timeout must be a positive number of seconds, got {timeout!r}",

@@ -2,8 +2,8 @@
 
 | node | step |
 |---|---|
-| callModel | `nt.call_model` (client tools from `tools=`, `openrouter:*` entries as server tools) |
-| invokeTool | `nt.invoke_tool` with the tool named in `tools=` |
+| callModel | `nt.call_model` (client tools from `tools=`, `openrouter:*` entries as server tools); a non-string input is sent as JSON text |
+| invokeTool | `nt.invoke_tool` with the tool named in `tools=`, called with `args` (or `{}`) exactly: the input is not merged in |
 | compute | `nt.run_code` evaluating the JSONata `expr` against the input |
 | conditional | `nt.conditional`: the first route whose `match` is a case-insensitive substring of the input's text, else `default`, else pass-through |
 | inParallel | `nt.in_parallel` (static `paths`) or a `FanOut` (`each` + `over`); merge last/first/concat |
@@ -42,7 +42,6 @@ from noetic.steps.base import Step
 from noetic.steps.code import run_code
 from noetic.steps.flow import conditional, sequence
 from noetic.steps.loop import loop, output_text
-from noetic.steps.model_call import call_model
 from noetic.steps.parallel import in_parallel
 from noetic.steps.spawn import spawn
 from noetic.tools import Tool, invoke_tool
@@ -51,7 +50,7 @@ from noetic.workflows.expressions import Expression, compile_expression
 from noetic.workflows.limits import WorkflowLimits, check_node_limits
 from noetic.workflows.load import DocumentSource, parse_document
 from noetic.workflows.problems import ROOT, Problem, child_path, index_path
-from noetic.workflows.steps import FanOut, Subflow
+from noetic.workflows.steps import DocumentCallModel, FanOut, Subflow
 
 if TYPE_CHECKING:
     from noetic.registry import Registry
@@ -332,7 +331,9 @@ class Hydrator:
             if not self.bind:
                 return None
             tool = self._tool(node.tool_name, child_path(path, "toolName"))
-            return None if tool is None else invoke_tool(step_id, tool, node.args, **options)
+            if tool is None:
+                return None
+            return invoke_tool(step_id, tool, node.args or {}, merge_input=False, **options)
         if isinstance(node, d.ComputeNode):
             expression = self._expression(node.expr, child_path(path, "expr"))
             return None if expression is None else run_code(step_id, expression.evaluate, **options)
@@ -398,7 +399,7 @@ class Hydrator:
             params["server_tools"] = server_tools
         if not self.bind:
             return None
-        return call_model(
+        return DocumentCallModel(
             step_id,
             model=node.model,
             instructions=node.instructions,
@@ -555,7 +556,10 @@ class Hydrator:
             self._problem(
                 path,
                 "UNKNOWN_WORKFLOW_REFERENCE",
-                f"no workflow named {ref!r} was passed in workflows= (available: {known})",
+                f"no workflow named {ref!r} was passed in workflows= (available: {known}). Named "
+                "workflows are resolved when the workflow is built, not when the subflow first runs "
+                "as in the TypeScript runtime; to keep the document portable, give the host every "
+                "named document up front",
             )
         else:
             doc, problems = parse_document(source, self.limits)
