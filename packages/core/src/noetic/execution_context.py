@@ -16,7 +16,7 @@ and its result is then discarded for `cancelled` (CTX-17).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from decimal import Decimal
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -275,18 +275,25 @@ class Context:
     # --- channels ---------------------------------------------------------------------------
 
     async def recv(self, channel: Channel[T], *, timeout: float | None = None) -> T:
-        """Receive from a channel, blocking (default timeout: the harness channel timeout)."""
-        value: T = await self._exec.harness._channels.recv(self, channel, timeout)
+        """Receive from a channel, blocking up to `timeout` seconds (default: the harness
+        channel timeout; 0 waits forever)."""
+        value: T = await self._exec.channels.recv(self, channel, timeout)
         return value
 
-    async def send(self, channel: Channel[T], value: T) -> None:
-        """Send to a channel; parks while a queue channel is at capacity."""
-        await self._exec.harness._channels.send(self, channel, value)
+    async def send(self, channel: Channel[T], value: T, *, timeout: float | None = None) -> None:
+        """Send to a channel; parks while a queue channel is at capacity, up to `timeout`
+        seconds (default: the harness channel timeout; 0 waits forever)."""
+        await self._exec.channels.send(self, channel, value, timeout)
 
     def try_recv(self, channel: Channel[T]) -> T | None:
         """Receive without blocking: the value, or None when there is none."""
-        value: T | None = self._exec.harness._channels.try_recv(channel)
+        value: T | None = self._exec.channels.try_recv(channel)
         return value
+
+    def subscribe(self, channel: Channel[T]) -> AsyncIterator[T]:
+        """Every value of `channel` from now until the execution completes (a topic's sends
+        are buffered for this subscriber, none missed); see `ChannelStore.subscribe`."""
+        return self._exec.channels.subscribe(self, channel)
 
     # --- lifecycle --------------------------------------------------------------------------
 
