@@ -2,7 +2,7 @@
 
 Keys are camelCase exactly as the TypeScript Noetic writes them, so its documents load
 unchanged; unknown keys are rejected (a typo is an error, never ignored). Node kinds:
-`callModel`, `invokeTool`, `compute` (a JSONata `expr`), `conditional`, `inParallel`, `spawn`,
+`callModel`, `decide`, `invokeTool`, `compute` (a JSONata `expr`), `conditional`, `inParallel`, `spawn`,
 `withContext`, `loop`, `sequence` and `subflow`; every node may declare `customItems` and
 `emitItems`. Until predicates are the TypeScript ones plus `{"kind": "expr", "expr": ...}`.
 The kinds `runCode` (a code string), `schedule` and `acp-agent` need subsystems this runtime
@@ -31,6 +31,8 @@ __all__ = [
     "ConditionalNode",
     "ConditionalRoute",
     "CustomItemSpec",
+    "DecideNode",
+    "DecisionQuestion",
     "EmitItemsSpec",
     "InParallelNode",
     "InvokeToolNode",
@@ -279,8 +281,31 @@ class CallModelNode(_NodeBase):
     output: OutputCodecRef | None = None
 
 
+class DecisionQuestion(_Spec):
+    """One question of a decide node: `text` answers a string, `yes_no` a boolean, `choice`
+    one of `choices`, `score` a number from `low` (default 0) to `high` (default 10)."""
+
+    id: NonEmpty
+    text: NonEmpty
+    kind: Literal["text", "yes_no", "choice", "score"] = "text"
+    choices: list[NonEmpty] | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+class DecideNode(_NodeBase):
+    """Asks the model the declared `questions`; the output is the map of answers, and the step
+    records which model answered, natively or estimated, and which questions it declined."""
+
+    kind: Literal["decide"]
+    model: str | None = None
+    instructions: str | None = None
+    questions: Annotated[list[DecisionQuestion], Field(min_length=1)]
+    params: ModelParams | None = None
+
+
 class InvokeToolNode(_NodeBase):
-    """A direct tool call: the arguments are the node input merged with `args` (args win)."""
+    """A direct tool call with `args` (or `{}`); the node input is not merged in."""
 
     kind: Literal["invokeTool"]
     tool_name: NonEmpty
@@ -397,6 +422,7 @@ class SubflowNode(_NodeBase):
 
 Node: TypeAlias = Annotated[
     CallModelNode
+    | DecideNode
     | InvokeToolNode
     | ComputeNode
     | ConditionalNode
@@ -440,6 +466,7 @@ for _model in (
 #: Every node kind this runtime accepts.
 NODE_KINDS = (
     "callModel",
+    "decide",
     "invokeTool",
     "compute",
     "conditional",
