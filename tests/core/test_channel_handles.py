@@ -264,3 +264,25 @@ async def test_a_web_handler_on_127_0_0_1_approves_a_step_through_the_harness() 
                 response = await h.get_agent_response()
                 server.cancel_scope.cancel()
     assert response.output == "approved"
+
+
+async def test_ch_13_a_resumed_execution_starts_with_empty_channels(tmp_path: Any) -> None:
+    q = nt.channel("q", schema=str, mode="value")  # try_recv does not consume a value
+    attempts: list[Any] = []
+
+    async def send(value: Any, ctx: nt.Context) -> str:
+        await ctx.send(q, "from the first attempt")
+        return "sent"
+
+    def check(value: Any, ctx: nt.Context) -> Any:
+        attempts.append(ctx.try_recv(q))
+        if len(attempts) == 1:
+            raise RuntimeError("crash after the send was recorded")
+        return attempts[-1]
+
+    graph = nt.sequence("s", [nt.run_code("send", send), nt.run_code("check", check)])
+    async with nt.AgentHarness("h", agent_graph=graph, storage=f"sqlite:///{tmp_path / 'c.db'}") as h:
+        with pytest.raises(nt.NoeticError):
+            await h.run("", execution_id="r1")
+        resumed = await h.resume("r1")  # `send` replays from the ledger; nothing is re-sent
+    assert attempts == ["from the first attempt", None] and resumed.output is None
