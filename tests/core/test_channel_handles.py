@@ -286,3 +286,16 @@ async def test_ch_13_a_resumed_execution_starts_with_empty_channels(tmp_path: An
             await h.run("", execution_id="r1")
         resumed = await h.resume("r1")  # `send` replays from the ledger; nothing is re-sent
     assert attempts == ["from the first attempt", None] and resumed.output is None
+
+
+async def test_ch_10_handles_for_executions_that_never_start_stay_bounded() -> None:
+    from noetic.channels import _PENDING_LIMIT
+
+    async with nt.AgentHarness("h", agent_graph=nt.run_code("x", str)) as h:
+        first = h.get_channel_handle(approvals, "never-0")
+        for i in range(1, _PENDING_LIMIT + 50):
+            h.get_channel_handle(approvals, f"never-{i}").send(True)
+        assert first.closed  # the oldest pending store was closed to make room
+        assert len(h._channels._pending) == _PENDING_LIMIT
+        last = h.get_channel_handle(approvals, f"never-{_PENDING_LIMIT + 48}")
+        assert not last.closed and last.try_recv() is True

@@ -48,6 +48,9 @@ ChannelMode = Literal["queue", "value", "topic"]
 log = logging.getLogger("noetic.channels")
 #: How many closed execution ids the hub remembers, so a late handle reports `closed`.
 _CLOSED_MEMORY = 4096
+#: How many executions that have not started yet may hold channels opened by a handle; past it
+#: the oldest is closed, so handles for ids that never run (a typo, a hostile caller) stay bounded.
+_PENDING_LIMIT = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,24 +369,32 @@ class ChannelHub:
     def __init__(self, default_timeout: float = 30.0):
         self.default_timeout = default_timeout
         self._stores: dict[str, ChannelStore] = {}
+        self._pending: OrderedDict[str, ChannelStore] = OrderedDict()
         self._closed: OrderedDict[str, ChannelStore] = OrderedDict()
 
     def for_execution(self, execution_id: str) -> ChannelStore:
         """The store of a starting execution: the one a handle opened early, else a new one
         (a resumed execution id gets fresh channels)."""
         self._closed.pop(execution_id, None)
-        store = self._stores.get(execution_id)
+        store = self._stores.get(execution_id) or self._pending.pop(execution_id, None)
         if store is None:
-            store = self._stores[execution_id] = ChannelStore(self.default_timeout)
+            store = ChannelStore(self.default_timeout)
+        self._stores[execution_id] = store
         return store
 
     def for_handle(self, execution_id: str) -> ChannelStore:
         """The store a handle binds to: the live one, a closed one still remembered, or one
-        opened for an execution that has not started yet."""
-        closed = self._closed.get(execution_id)
-        if closed is not None:
-            return closed
-        return self.for_execution(execution_id)
+        opened for an execution that has not started yet (at most `_PENDING_LIMIT` of those)."""
+        store = self._stores.get(execution_id) or self._closed.get(execution_id)
+        if store is None:
+            store = self._pending.get(execution_id)
+        if store is None:
+            store = self._pending[execution_id] = ChannelStore(self.default_timeout)
+            while len(self._pending) > _PENDING_LIMIT:
+                _, evicted = self._pending.popitem(last=False)
+                evicted.close()
+                log.warning("closed the channels of an execution that never started (too many pending)")
+        return store
 
     def close(self, execution_id: str) -> None:
         """Close the store of a completed execution (if it has one)."""
@@ -399,6 +410,9 @@ class ChannelHub:
         """Close every store (the harness is shutting down)."""
         for execution_id in tuple(self._stores):
             self.close(execution_id)
+        for store in self._pending.values():
+            store.close()
+        self._pending.clear()
 
 
 class ChannelHandle(Generic[T]):
