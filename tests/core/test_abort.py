@@ -216,3 +216,28 @@ async def test_ctx_17_abort_during_a_tool_keeps_its_result_and_starts_no_further
     assert err.value.code == "cancelled" and err.value.reason == "enough"
     assert len(model.calls) == 1
     assert [json.loads(o.output) for o in _outputs_of(log).values()] == ["done anyway"]
+
+
+async def test_ctx_17_a_route_and_a_directly_invoked_tool_are_never_cut() -> None:
+    trace: list[str] = []
+
+    async def route(_: Any, ctx: nt.Context) -> nt.Step:
+        ctx.abort("route stop")
+        await anyio.sleep(0.01)
+        trace.append("route finished")
+        return nt.run_code("chosen", lambda v: trace.append("chosen ran"))
+
+    with anyio.fail_after(5), pytest.raises(nt.NoeticError) as err:
+        await run_graph(nt.conditional("c", route))
+    assert err.value.reason == "route stop" and trace == ["route finished"]
+
+    async def body(args: dict[str, Any], ctx: nt.Context) -> str:
+        ctx.abort("tool stop")
+        await anyio.sleep(0.01)
+        trace.append("tool finished")
+        return "ignored"
+
+    direct = nt.invoke_tool("t", nt.tool("t", description="d", input={"type": "object"}, execute=body), {})
+    with anyio.fail_after(5), pytest.raises(nt.NoeticError) as err:
+        await run_graph(direct)
+    assert err.value.reason == "tool stop" and trace[-1] == "tool finished"
