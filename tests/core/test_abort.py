@@ -241,3 +241,30 @@ async def test_ctx_17_a_route_and_a_directly_invoked_tool_are_never_cut() -> Non
     with anyio.fail_after(5), pytest.raises(nt.NoeticError) as err:
         await run_graph(direct)
     assert err.value.reason == "tool stop" and trace[-1] == "tool finished"
+
+
+async def test_ctx_17_a_layer_recall_finishes_and_the_model_is_not_called_after_abort() -> None:
+    from noetic.layers import ContextLayer, LayerContext
+
+    trace: list[str] = []
+
+    class Slow(ContextLayer):
+        id = "slow"
+        slot = 100
+
+        async def recall(self, ctx: LayerContext, budget: float) -> str:
+            await anyio.sleep(0.05)  # aborted meanwhile: not cut
+            trace.append("recall finished")
+            return "remembered"
+
+    async def stopper(_: Any, ctx: nt.Context) -> None:
+        await anyio.sleep(0.01)
+        assert ctx.parent is not None
+        ctx.parent.abort("halt")
+
+    model = ScriptedModel.echo()
+    graph = nt.in_parallel("p", [nt.call_model("m"), nt.run_code("stop", stopper)])
+    async with nt.AgentHarness("t", agent_graph=graph, model=model, layers=[Slow()]) as h:
+        with anyio.fail_after(5), pytest.raises(nt.NoeticError) as err:
+            await h.run("hi")
+    assert err.value.reason == "halt" and trace == ["recall finished"] and model.calls == []

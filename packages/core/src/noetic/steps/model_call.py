@@ -192,16 +192,19 @@ class CallModel(Step):
         harness = ctx._exec.harness
         projection = self.projection or harness.projection or DEFAULT_PROJECTION
         query = input if isinstance(input, str) else ""
-        with ctx.abortable():
-            await frame.start()
-            layered = await LayeredCall.prepare(
-                frame,
-                ctx,
-                harness.layer_memory,
-                instructions=instructions,
-                query=query,
-                projection=projection,
-            )
+        # Layer hooks are user code: abort lets them finish (CTX-17; their own timeouts bound
+        # them), then the step stops before the model is called.
+        await frame.start()
+        layered = await LayeredCall.prepare(
+            frame,
+            ctx,
+            harness.layer_memory,
+            instructions=instructions,
+            query=query,
+            projection=projection,
+        )
+        if ctx.aborted:
+            raise cancelled(ctx.abort_reason)
         return layered
 
     async def _instructions(self, ctx: Context) -> str | None:
