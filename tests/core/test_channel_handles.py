@@ -299,3 +299,30 @@ async def test_ch_10_handles_for_executions_that_never_start_stay_bounded() -> N
         assert len(h._channels._pending) == _PENDING_LIMIT
         last = h.get_channel_handle(approvals, f"never-{_PENDING_LIMIT + 48}")
         assert not last.closed and last.try_recv() is True
+
+
+async def test_ch_11_a_queue_stream_takes_values_in_turn_and_ends_with_its_execution(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    jobs = nt.channel("jobs", schema=int)
+
+    async def body(_: Any, ctx: nt.Context) -> str:
+        for n in range(3):
+            await ctx.send(jobs, n)
+        await anyio.sleep(0.02)  # the outside consumer drains the queue meanwhile
+        return "queued"
+
+    async with nt.AgentHarness("h", agent_graph=nt.run_code("b", body)) as h:
+        taken: list[int] = []
+
+        async def consume() -> None:
+            async for n in h.get_channel_stream(jobs, "e5"):
+                taken.append(n)
+
+        with caplog.at_level(logging.WARNING, logger="noetic.channels"), anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(consume)
+                await anyio.wait_all_tasks_blocked()
+                assert (await h.run("go", execution_id="e5")).output == "queued"
+    assert taken == [0, 1, 2]
+    assert "no timeout" not in caplog.text

@@ -273,7 +273,7 @@ class ChannelStore:
         if ch.mode == "queue":
             while not self.closed:
                 try:
-                    yield await self.recv(ctx, ch, 0)
+                    yield await self.recv(ctx, ch, math.inf)  # a stream never times out (CH-11)
                 except NoeticError as exc:
                     if exc.code == "channel_closed":
                         return
