@@ -365,3 +365,17 @@ async def test_ci_2_the_log_and_the_checkpoint_hold_exactly_the_declared_fields(
     (kept,) = [i for i in again.items if isinstance(i, CustomItem)]
     assert dump_item(kept) == {"id": kept.id, "type": "myapp:job", "status": "done", "data": [1, 2]}
     assert kept.id == next(i.id for i in first.items if isinstance(i, CustomItem))
+
+
+async def test_ci_2_an_open_output_schema_still_cannot_set_id_or_type() -> None:
+    loose = nt.custom_item("myapp:loose", output={"type": "object"})
+    step = nt.run_code(
+        "s",
+        lambda v: v,
+        custom_items={"loose": loose},
+        emit_items={"item": "loose", "on_done": lambda _: {"id": "mine", "n": 1}},
+    )
+    async with nt.AgentHarness("h", agent_graph=step) as h:
+        with pytest.raises(nt.NoeticError) as err:
+            await h.run("x")
+    assert err.value.code == "INVALID_CUSTOM_ITEM" and err.value.field == "id"

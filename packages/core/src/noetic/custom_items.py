@@ -306,6 +306,17 @@ def append_final(
     except SchemaError as exc:
         raise _invalid(name, decl, "final item", exc) from None
     dumped = to_jsonable(output)
+    clash = sorted(_RESERVED_FIELDS & set(dumped))
+    if clash:  # an open output schema let them through; the runtime owns them (CI-2)
+        raise NoeticError(
+            "INVALID_CUSTOM_ITEM",
+            f"custom item {name!r} ({decl.type}): the final item's fields include {', '.join(clash)}, "
+            "which the runtime sets itself",
+            item=name,
+            type=decl.type,
+            field=clash[0],
+            expected="no 'id' or 'type' field",
+        )
     item = CustomItem.final(item_id or new_item_id("ci"), decl.type, dumped)
     item._declaration = decl
     item._output = output
