@@ -38,10 +38,13 @@ class ExpressionLimits:
     """Bounds of one JSONata evaluation.
 
     `max_nesting` bounds the bracket nesting of the source (checked when it is compiled, so the
-    parser never recurses deeply); `timeout_ms` and `max_depth` are checked each time an
-    evaluation step starts or ends; `max_range` caps `[a..b]`, `max_string` the result of `&`
-    and `$pad`, and `max_value_bytes` the JSON size of the input an expression reads and of the
-    value it returns.
+    parser never recurses deeply). At run time: `timeout_ms` is the CPU time (of the
+    evaluating thread, not the wall clock) one evaluation may use; `max_depth` how many
+    evaluation steps may be open at once (nesting, not calls); `max_range` caps `[a..b]`;
+    `max_string` every string a builtin, `&` or `$pad` makes; `max_items` every array or
+    object a builtin makes; `max_memory_bytes` the estimated total of what the builtins,
+    ranges and concatenations of one evaluation allocate; `max_value_bytes` the JSON size of
+    the input an expression reads and of the value it returns.
     """
 
     max_nesting: int = 64
@@ -49,6 +52,8 @@ class ExpressionLimits:
     max_depth: int = 300
     max_range: int = 100_000
     max_string: int = 1_000_000
+    max_items: int = 100_000
+    max_memory_bytes: int = 64_000_000
     max_value_bytes: int = 1_000_000
 
 
