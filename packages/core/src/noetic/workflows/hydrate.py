@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from noetic.custom_items import CustomItemDecl, custom_item
 from noetic.errors import NoeticConfigError
 from noetic.predicates import LoopSnapshot, Until, Verdict, all_, any_, until
-from noetic.schema import to_jsonable
+from noetic.schema import Schema, to_jsonable
 from noetic.steps.base import Step
 from noetic.steps.code import run_code
 from noetic.steps.flow import conditional, sequence
@@ -219,8 +219,12 @@ class Hydrator:
                 decl = code_side
         else:
             try:
+                event = Schema.from_document(spec.event) if spec.event is not None else None
                 decl = custom_item(
-                    spec.type, description=spec.description, event=spec.event, output=spec.output
+                    spec.type,
+                    description=spec.description,
+                    event=event,
+                    output=Schema.from_document(spec.output),
                 )
             except NoeticConfigError as exc:
                 self._problem(path, exc.code, exc.message)

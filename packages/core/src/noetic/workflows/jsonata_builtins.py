@@ -20,8 +20,7 @@ evaluation's `EvaluationBudget` from `slot`.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from jsonata import Jsonata
@@ -29,6 +28,7 @@ from jsonata.functions import Functions
 from jsonata.utils import Utils
 
 from noetic.workflows.budget import EvaluationBudget, LimitHit, json_size
+from noetic.workflows.document_schema import equality_key
 
 __all__ = ["MAX_PICTURE", "BudgetSlot", "bounded_functions"]
 
@@ -125,25 +125,6 @@ _CHECKS: dict[str, Check] = {
 # --- linear-time reimplementations ------------------------------------------------------------
 
 
-def _distinct_key(value: Any, memo: dict[int, str]) -> Any:
-    """A hashable key equal for deep-equal JSON values (objects compared regardless of key
-    order); a container's key is computed once per object, however often it repeats."""
-    if isinstance(value, bool):
-        return ("b", value)
-    if isinstance(value, int | float):
-        return ("n", float(value))
-    if isinstance(value, str):
-        return ("s", value)
-    if isinstance(value, list | Mapping):
-        key = memo.get(id(value))
-        if key is None:
-            key = memo[id(value)] = json.dumps(
-                value, cls=Functions.Encoder, sort_keys=True, separators=(",", ":")
-            )
-        return ("j", key)
-    return ("z", repr(value))
-
-
 def _distinct(arr: Any) -> Any:
     """`$distinct`: the library's result, in linear time (it tests membership in a list)."""
     if arr is None or not isinstance(arr, list) or len(arr) <= 1:
@@ -152,7 +133,7 @@ def _distinct(arr: Any) -> Any:
     seen: set[Any] = set()
     memo: dict[int, str] = {}
     for element in arr:
-        key = _distinct_key(element, memo)
+        key = equality_key(element, memo)
         if key not in seen:
             seen.add(key)
             results.append(element)
