@@ -183,3 +183,52 @@ def test_on_a_terminal_bars_redraw_in_place() -> None:
 def test_noetic_run_refuses_a_provider_no_adapter_registers(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(EXAMPLES / "drain.json"), "--input", '{"n": 1}', "--model", "nosuch:model"]) == 1
     assert "[UNKNOWN_MODEL_ADAPTER]" in capsys.readouterr().err
+
+
+def test_run_warns_and_fails_when_a_loop_predicate_raises(tmp_path) -> None:
+    import io
+    import json
+
+    from noetic.workflows.commands import run_document
+
+    doc = tmp_path / "doc.json"
+    doc.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "root": {
+                    "kind": "loop",
+                    "id": "l",
+                    "body": {"kind": "compute", "id": "c", "expr": "$"},
+                    "until": {"kind": "expr", "expr": "$error('boom')"},
+                },
+            }
+        )
+    )
+    out, err = io.StringIO(), io.StringIO()
+    assert run_document(doc, input="x", out=out, err=err, live=False) == 1
+    assert out.getvalue() == "x\n"
+    assert "warning: loop 'l' stopped because its until predicate failed" in err.getvalue()
+    assert "boom" in err.getvalue()
+
+
+def test_an_unexpected_exception_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from noetic import cli
+    from noetic.workflows import commands
+
+    def crash(*args: object, **kwargs: object) -> int:
+        raise RuntimeError("boom \x1b[2J")
+
+    monkeypatch.setattr(commands, "print_schema", crash)
+    monkeypatch.delenv("NOETIC_DEBUG", raising=False)
+    assert cli.main(["schema"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "error: [UNEXPECTED_ERROR] RuntimeError: boom \\x1b[2J (set NOETIC_DEBUG=1 for the traceback)\n"
+    )
+    monkeypatch.setenv("NOETIC_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        cli.main(["schema"])

@@ -11,7 +11,10 @@
   error, never a silent fallback to the offline model). The turn renders live on `err` (`TerminalRenderer`) and the
   final output is printed on `out`: a string as is, anything else as JSON.
 
-Each returns the process exit status: 0 success, 1 the run failed, 2 the document is invalid.
+Each returns the process exit status: 0 success, 1 the run failed (or a loop stopped because its
+`until` predicate failed, which is warned about), 2 the document or the input is invalid.
+Everything written is passed through `terminal_safe`, since documents, inputs and model text
+are untrusted.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import anyio
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.schema import to_jsonable
+from noetic.terminal_safe import terminal_safe
 from noetic.workflows.problems import Problem
 
 __all__ = ["parse_input", "print_schema", "run_document", "validate_document"]
@@ -38,9 +42,10 @@ def print_schema(out: TextIO) -> int:
 
 
 def _report(path: str, problems: list[Problem], err: TextIO) -> int:
+    shown = terminal_safe(path, multiline=False)
     for problem in problems:
-        err.write(f"{path}: {problem}\n")
-    err.write(f"{path}: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
+        err.write(f"{shown}: {terminal_safe(str(problem), multiline=False)}\n")
+    err.write(f"{shown}: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
     return 2
 
 
@@ -59,25 +64,36 @@ def validate_document(path: str | os.PathLike[str], out: TextIO, err: TextIO) ->
     hydrator.document(doc)
     if hydrator.problems:
         return _report(shown, hydrator.problems, err)
-    out.write(f"{shown}: valid workflow document ({hydrator.nodes} nodes)\n")
+    out.write(f"{terminal_safe(shown, multiline=False)}: valid workflow document ({hydrator.nodes} nodes)\n")
     return 0
 
 
 def parse_input(text: str | None) -> Any:
-    """The turn input of `--input`: JSON when it parses, else the text itself ("" when absent)."""
+    """The turn input of `--input`: JSON when it parses, else the text itself ("" when absent).
+    JSON nested too deeply to parse is `INVALID_INPUT`."""
     if text is None:
         return ""
     try:
         return json.loads(text)
     except ValueError:
         return text
+    except RecursionError:
+        raise NoeticConfigError(
+            "INVALID_INPUT",
+            "--input is JSON nested too deeply to read",
+            hint="Pass flatter JSON, or plain text.",
+        ) from None
 
 
 def _format_output(value: Any) -> str:
     value = to_jsonable(value)
     if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        return terminal_safe(value)
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):
+        text = json.dumps(repr(value)[:10_000])
+    return terminal_safe(text)
 
 
 def run_document(
@@ -99,12 +115,17 @@ def run_document(
         problems: list[Problem] = exc.details.get("problems") or [Problem("$", exc.code, exc.message)]
         return _report(shown, problems, err)
     try:
-        output = anyio.run(_run, flow, input, model, err, live)
+        output, failed_loops = anyio.run(_run, flow, input, model, err, live)
     except NoeticError as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {terminal_safe(str(exc), multiline=False)}\n")
         return 1
     out.write(_format_output(output) + "\n")
-    return 0
+    for stopped in failed_loops:
+        reason = terminal_safe(str(stopped.get("reason")), multiline=False)
+        err.write(
+            f"warning: loop {stopped.get('step_id')!r} stopped because its until predicate failed: {reason}\n"
+        )
+    return 1 if failed_loops else 0
 
 
 def _check_provider(model: str, installed: list[str]) -> None:
@@ -119,20 +140,26 @@ def _check_provider(model: str, installed: list[str]) -> None:
         )
 
 
-async def _run(flow: Any, input: Any, model: str | None, err: TextIO, live: bool | None) -> Any:
+async def _run(
+    flow: Any, input: Any, model: str | None, err: TextIO, live: bool | None
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Run the turn, rendering it; returns its output and the loops whose predicate failed."""
     from noetic.harness import AgentHarness
     from noetic.testing import ScriptedModel
     from noetic.workflows.terminal import TerminalRenderer
 
     renderer = TerminalRenderer(err, live=live)
+    failed_loops: list[dict[str, Any]] = []
     async with AgentHarness("noetic", agent_graph=flow, model=model or ScriptedModel.echo()) as h:
         if model is not None:
             _check_provider(model, h.plugin_manager.registries.model_adapters.names())
         await h.execute(input)
         try:
             async for event in h.get_full_stream():
+                if event.type.endswith(":loop_stopped") and event.data.get("failed"):
+                    failed_loops.append(event.data)
                 renderer.handle(event)
         finally:
             renderer.close()
         response = await h.get_agent_response()
-    return response.output
+    return response.output, failed_loops
