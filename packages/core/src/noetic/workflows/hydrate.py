@@ -51,6 +51,7 @@ from noetic.workflows.expressions import Expression, compile_expression
 from noetic.workflows.limits import WorkflowLimits, check_node_limits
 from noetic.workflows.load import DocumentSource, parse_document
 from noetic.workflows.problems import ROOT, Problem, child_path, index_path
+from noetic.workflows.run_budget import counted_iterations
 from noetic.workflows.steps import FanOut, Subflow
 
 if TYPE_CHECKING:
@@ -358,7 +359,14 @@ class Hydrator:
                 return None
             ceiling = node.max_iterations
             max_iterations = 1000 if ceiling is None else math.inf if ceiling == "infinity" else ceiling
-            return loop(step_id, [body], until=predicate, max_iterations=max_iterations, **options)
+            return loop(
+                step_id,
+                [body],
+                until=predicate,
+                max_iterations=max_iterations,
+                prepare_next=counted_iterations(step_id),
+                **options,
+            )
         if isinstance(node, d.SequenceNode):
             steps = [
                 self.node(s, index_path(child_path(path, "steps"), i), scope, suffix, refs)

@@ -7,7 +7,8 @@ Documents may come from planners or users, so everything about them is bounded:
 - after parsing: the node count (across every hydrated sub-workflow), the structural depth
   (the TypeScript Noetic's `maxDepth`, default 5: leaves count 0, each enclosing node 1), the
   length of each expression, and how deeply named sub-workflows nest;
-- at run time: how many paths one dynamic `inParallel` may fan out to, and for each
+- at run time: how many paths one dynamic `inParallel` may fan out to, how many fan-out
+  paths and loop iterations one run of the document may make in total, and for each
   expression evaluation the time, evaluation depth, range size, string size and the size of its
   input and output (`ExpressionLimits`).
 
@@ -59,7 +60,12 @@ class ExpressionLimits:
 
 @dataclass(frozen=True, slots=True)
 class WorkflowLimits:
-    """Bounds of a workflow document; pass `nt.workflow(limits=WorkflowLimits(max_depth=8))`."""
+    """Bounds of a workflow document; pass `nt.workflow(limits=WorkflowLimits(max_depth=8))`.
+
+    `max_fan_out` bounds one dynamic `inParallel`; `max_paths` the fan-out paths and
+    `max_iterations` the loop iterations of one whole run of the document (every node and
+    sub-workflow together), so nesting cannot multiply past them.
+    """
 
     max_bytes: int = 1_000_000
     max_json_depth: int = 64
@@ -68,6 +74,8 @@ class WorkflowLimits:
     max_expression_length: int = 4_096
     max_subflow_depth: int = 8
     max_fan_out: int = 100
+    max_paths: int = 10_000
+    max_iterations: int = 100_000
     expressions: ExpressionLimits = field(default_factory=ExpressionLimits)
 
 
