@@ -52,10 +52,22 @@ def test_rebinding_the_callback_names_to_functions_does_not_help(child):
         pytest.param('( $s := $pad("", 1000000, "a"); $string([1..5000].$s) )', id="string-5000x1MB"),
         pytest.param('( $s := $pad("", 1000000, "a"); [1..100000].$pad($s, 1000000, "b") )', id="pad-many"),
         pytest.param("[1..100000].[1..100000]", id="range-of-ranges"),
+        # found by attacking the fixes: a path step flattens in a loop of its own (27 M items
+        # took 8 s and 200 MB before it was counted), and the roman numerals recurse
+        pytest.param("($a := [1..1000]; $a.$a.$a)", id="path-flattening"),
+        pytest.param('$formatInteger(1e15, "I")', id="roman-numerals"),
+        pytest.param('$formatInteger(1e308, "w")', id="number-words"),
+        pytest.param("$sort([1..100000], function($a, $b){ $a > $b })", id="sort-comparator"),
+        pytest.param('$decodeUrl($pad("", 999999, "%"))', id="decode-url"),
     ],
 )
 def test_a_single_builtin_is_bounded_in_time_and_memory(child, expr):
     compute(child, expr, wall_clock=30, memory_mb=768).raised("EXPRESSION_LIMIT_EXCEEDED")
+
+
+def test_a_library_error_is_an_expression_failure_not_a_crash(child):
+    # $fromMillis(1e20) raised a bare OSError out of the evaluator
+    assert "OSError" in compute(child, "$fromMillis(1e20)").raised("EXPRESSION_FAILED")
 
 
 def test_distinct_runs_in_linear_time(child):

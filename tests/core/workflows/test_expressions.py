@@ -189,3 +189,17 @@ def test_the_linear_reimplementations_keep_the_library_results() -> None:
 def test_a_result_repeating_one_large_string_is_measured_without_serialising_it() -> None:
     with pytest.raises(nt.NoeticError, match="result is over"):
         evaluate('( $s := $pad("", 100000, "a"); [1..50000].$s )')
+
+
+def test_a_path_step_counts_the_items_it_flattens() -> None:
+    with pytest.raises(nt.NoeticError, match="path step's result") as info:
+        evaluate("($a := [1..300]; $a.$a.$a)")
+    assert info.value.code == "EXPRESSION_LIMIT_EXCEEDED"
+    assert evaluate("($a := [1..300]; $count($a.$a))") == 90000
+    assert len(evaluate("[1..200].[1..200]")) == 200  # constructed arrays stay one item each
+
+
+def test_any_library_error_becomes_expression_failed() -> None:
+    with pytest.raises(nt.NoeticError, match="OSError") as info:
+        evaluate("$fromMillis(1e20)")
+    assert info.value.code == "EXPRESSION_FAILED"

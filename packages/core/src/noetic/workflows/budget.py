@@ -40,13 +40,16 @@ class LimitHit(Exception):
 class EvaluationBudget:
     """What one evaluation may still spend; see the module docstring."""
 
-    __slots__ = ("deadline", "depth", "limits", "memory")
+    __slots__ = ("deadline", "depth", "limits", "memory", "step")
 
     def __init__(self, limits: ExpressionLimits):
         self.limits = limits
         self.depth = 0
         self.memory = 0
         self.deadline = time.thread_time() + limits.timeout_ms / 1000
+        #: The path step collecting results: the depth its evaluations return to, and how
+        #: many items they have given so far (a step flattens them into one array).
+        self.step: list[int] | None = None
 
     def enter(self) -> None:
         """One more evaluation step is open: check depth and CPU time."""
@@ -58,6 +61,16 @@ class EvaluationBudget:
     def leave(self) -> None:
         """An evaluation step closed."""
         self.depth -= 1
+
+    def collected(self, result: Any) -> None:
+        """Count an evaluation's result toward the path step collecting it, if any."""
+        step = self.step
+        if step is not None and self.depth == step[0] and isinstance(result, list):
+            # an array constructed by the expression is kept as one item, anything else flattened
+            size = 1 if getattr(result, "cons", False) else len(result)
+            step[1] += size
+            self.check_items(step[1], "a path step's result")
+            self.charge(SLOT_BYTES * size, "a path step's result")
 
     def check_time(self) -> None:
         """Raise when the evaluation has used up its CPU time."""

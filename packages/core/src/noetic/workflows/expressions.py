@@ -73,9 +73,22 @@ class _BoundedJsonata(Jsonata):  # type: ignore[misc]  # jsonata-python is untyp
         budget = self.slot.budget()
         budget.enter()
         try:
-            return super().eval(expr, input, environment)
+            result = super().eval(expr, input, environment)
         finally:
             budget.leave()
+        budget.collected(result)
+        return result
+
+    def evaluate_step(self, expr: Any, input: Any, environment: Any, last_step: bool) -> Any:
+        # A path step evaluates once per input item and flattens what comes back into one
+        # array, in a loop of its own: count the items as they come, before the flattening.
+        budget = self.slot.budget()
+        outer = budget.step
+        budget.step = [budget.depth, 0]
+        try:
+            return super().evaluate_step(expr, input, environment, last_step)
+        finally:
+            budget.step = outer
 
     def evaluate_range_expression(self, lhs: Any, rhs: Any) -> Any:
         if isinstance(lhs, int) and isinstance(rhs, int) and rhs >= lhs:
@@ -161,7 +174,9 @@ class Expression:
             raise self._error("EXPRESSION_LIMIT_EXCEEDED", "the evaluation recursed too deeply") from None
         except _Disabled as exc:
             raise self._error("EXPRESSION_FAILED", str(exc)) from None
-        except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as exc:
+        except MemoryError:
+            raise self._error("EXPRESSION_LIMIT_EXCEEDED", "the evaluation ran out of memory") from None
+        except Exception as exc:  # noqa: BLE001 - whatever the untyped library raises is the expression's failure
             raise self._error("EXPRESSION_FAILED", f"{type(exc).__name__}: {exc}") from None
         finally:
             engine.environment = self._env
