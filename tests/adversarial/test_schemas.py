@@ -132,3 +132,12 @@ def test_unique_items_over_many_objects_is_linear(child):
     schema = {"type": "object", "properties": {"xs": {"type": "array", "uniqueItems": True}}}
     doc = item_document(schema, "{'xs': [1..20000].{'v': $}}")
     assert run_document(child, doc, wall_clock=30).returned() == "go"
+
+
+def test_a_reference_cycle_fails_the_item_instead_of_crashing(child):
+    # found attacking the fix: a schema that refers to itself recurses until Python gives up
+    schema = {"type": "object", "allOf": [{"$ref": "#"}]}
+    message = run_document(child, item_document(schema, "{'x': 1}"), wall_clock=30).raised(
+        "INVALID_CUSTOM_ITEM"
+    )
+    assert "nests too deeply" in message

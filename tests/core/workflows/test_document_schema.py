@@ -77,3 +77,22 @@ def test_unique_items_compares_deeply_and_ignores_key_order() -> None:
     with pytest.raises(SchemaError, match="non-unique"):
         schema.validate([1, 1.0])
     assert equality_key(True, {}) != equality_key(1, {})
+
+
+def test_ref_keys_inside_data_keywords_are_data() -> None:
+    assert schema_problems({"enum": [{"$ref": "http://x"}], "const": {"$ref": "file:///etc"}}) == []
+
+
+def test_a_schema_error_stays_short_for_huge_schemas_and_many_failures() -> None:
+    with pytest.raises(SchemaError) as info:
+        Schema.from_document({"enum": list(range(100_000))}).validate(-1)
+    assert len(str(info.value)) <= 400
+    with pytest.raises(SchemaError) as info:
+        Schema({"type": "array", "items": {"type": "string"}}).validate(list(range(100_000)))
+    assert len(info.value.problems) == 50
+
+
+def test_a_reference_cycle_is_a_schema_error_not_a_crash() -> None:
+    for spec in ({"$ref": "#"}, {"allOf": [{"$ref": "#"}]}):
+        with pytest.raises(SchemaError, match="nests too deeply"):
+            Schema.from_document(spec).validate(1)

@@ -13,11 +13,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import islice
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 __all__ = ["Schema", "SchemaError", "SchemaProblem", "to_jsonable"]
+
+#: How long one validation message and how many problems a `SchemaError` gets at most.
+_MESSAGE_LENGTH = 300
+_MAX_PROBLEMS = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +42,11 @@ class SchemaError(ValueError):
     def __init__(self, problems: list[SchemaProblem]):
         self.problems = problems
         super().__init__("; ".join(str(p) for p in problems))
+
+
+def _short(message: str) -> str:
+    """A validation message cut to a readable length (an `enum` of the schema can be huge)."""
+    return message if len(message) <= _MESSAGE_LENGTH else message[: _MESSAGE_LENGTH - 3] + "..."
 
 
 def _dotted(parts: tuple[Any, ...] | list[Any]) -> str:
@@ -111,7 +121,7 @@ class Schema:
             try:
                 self._json_validator  # noqa: B018 - builds and checks the validator
             except JsonSchemaError as exc:
-                raise SchemaError([SchemaProblem(_dotted(list(exc.path)), exc.message)]) from exc
+                raise SchemaError([SchemaProblem(_dotted(list(exc.path)), _short(exc.message))]) from exc
             except RecursionError:
                 raise SchemaError([SchemaProblem("", "the schema nests too deeply")]) from None
 
@@ -119,7 +129,8 @@ class Schema:
         from referencing.exceptions import Unresolvable
 
         try:
-            return sorted(self._json_validator.iter_errors(value), key=lambda e: [str(p) for p in e.path])
+            errors = islice(self._json_validator.iter_errors(value), _MAX_PROBLEMS)
+            return sorted(errors, key=lambda e: [str(p) for p in e.path])
         except Unresolvable as exc:
             ref = getattr(exc, "ref", "")
             raise SchemaError(
@@ -139,7 +150,7 @@ class Schema:
         if self.is_json_schema:
             errors = self._json_errors(value)
             if errors:
-                raise SchemaError([SchemaProblem(_dotted(list(e.path)), e.message) for e in errors])
+                raise SchemaError([SchemaProblem(_dotted(list(e.path)), _short(e.message)) for e in errors])
             return value
         try:
             if self.is_model:

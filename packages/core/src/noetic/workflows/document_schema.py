@@ -28,6 +28,8 @@ from typing import Any
 __all__ = ["document_validator_class", "equality_key", "schema_problems"]
 
 _REF_KEYWORDS = ("$ref", "$dynamicRef")
+#: Keywords whose values are data, not schemas: a `$ref` key inside them refers to nothing.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 _PATTERN_MEMORY = 8 << 20
 
 
@@ -76,7 +78,9 @@ def _walk(schema: Any, path: str = "") -> Iterator[tuple[str, Mapping[str, Any]]
         where, current = stack.pop()
         if isinstance(current, Mapping):
             yield where, current
-            stack.extend((f"{where}/{key}", value) for key, value in current.items())
+            stack.extend(
+                (f"{where}/{key}", value) for key, value in current.items() if key not in _DATA_KEYWORDS
+            )
         elif isinstance(current, list):
             stack.extend((f"{where}/{i}", value) for i, value in enumerate(current))
 
