@@ -203,3 +203,18 @@ def test_any_library_error_becomes_expression_failed() -> None:
     with pytest.raises(nt.NoeticError, match="OSError") as info:
         evaluate("$fromMillis(1e20)")
     assert info.value.code == "EXPRESSION_FAILED"
+
+
+def test_garbage_collection_does_not_count_against_the_time_bound() -> None:
+    import gc
+    import time
+
+    from noetic.workflows.budget import EvaluationBudget
+
+    heap = [[i] for i in range(1_500_000)]
+    budget = EvaluationBudget(ExpressionLimits(timeout_ms=10))
+    started = time.thread_time()
+    gc.collect()
+    assert time.thread_time() - started > 0.01  # the collection alone took longer than the bound
+    budget.check_time()
+    del heap

@@ -6,7 +6,9 @@ evaluator calls `enter`/`leave` around every evaluation step; the bounded builti
 `check_string`, `check_items` and `charge` before and after they allocate.
 
 - CPU time is the evaluating thread's (`time.thread_time`), not the wall clock, so a loaded
-  machine or another task's work does not make a cheap expression fail.
+  machine or another task's work does not make a cheap expression fail; time spent in the
+  garbage collector is left out too (a full collection of a large heap can take longer than
+  the whole bound, and it is not the expression's doing).
 - Depth counts nested evaluation steps open at once, not calls: a `$map` over 500 items opens
   one step per item and closes it again.
 - Memory is an estimate in bytes of what builtins, ranges and `&` create during the
@@ -19,6 +21,7 @@ A breach raises `LimitHit`, which the expression turns into `EXPRESSION_LIMIT_EX
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Mapping
@@ -31,6 +34,32 @@ __all__ = ["EvaluationBudget", "LimitHit", "json_size"]
 #: Estimated bytes of one array or object slot, and of a number an evaluation creates.
 SLOT_BYTES = 8
 NUMBER_BYTES = 32
+
+
+class _CollectorClock:
+    """CPU seconds the garbage collector has used so far (per `gc.callbacks`)."""
+
+    __slots__ = ("started", "total")
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.total = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.started = time.thread_time()
+        elif self.started:
+            self.total += time.thread_time() - self.started
+            self.started = 0.0
+
+
+_collector = _CollectorClock()
+gc.callbacks.append(_collector)
+
+
+def _cpu_seconds() -> float:
+    """The evaluating thread's CPU time, less what the garbage collector used."""
+    return time.thread_time() - _collector.total
 
 
 class LimitHit(Exception):
@@ -46,7 +75,7 @@ class EvaluationBudget:
         self.limits = limits
         self.depth = 0
         self.memory = 0
-        self.deadline = time.thread_time() + limits.timeout_ms / 1000
+        self.deadline = _cpu_seconds() + limits.timeout_ms / 1000
         #: The path step collecting results: the depth its evaluations return to, and how
         #: many items they have given so far (a step flattens them into one array).
         self.step: list[int] | None = None
@@ -74,7 +103,7 @@ class EvaluationBudget:
 
     def check_time(self) -> None:
         """Raise when the evaluation has used up its CPU time."""
-        if time.thread_time() > self.deadline:
+        if _cpu_seconds() > self.deadline:
             raise LimitHit(f"the evaluation used more than {self.limits.timeout_ms} ms of CPU time")
 
     def check_string(self, length: int, what: str) -> None:
