@@ -96,3 +96,11 @@ def test_a_reference_cycle_is_a_schema_error_not_a_crash() -> None:
     for spec in ({"$ref": "#"}, {"allOf": [{"$ref": "#"}]}):
         with pytest.raises(SchemaError, match="nests too deeply"):
             Schema.from_document(spec).validate(1)
+
+
+def test_ecma_unicode_escapes_are_understood() -> None:
+    schema = Schema.from_document({"type": "string", "pattern": "^[\\u00e9\\u0041]+$"})
+    schema.check()
+    assert schema.validate("éA") == "éA"
+    with pytest.raises(SchemaError):
+        schema.validate("\\u0041")

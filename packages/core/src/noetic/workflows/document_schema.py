@@ -21,6 +21,7 @@ a validator class can replace a keyword, not the regular-expression engine.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
@@ -30,14 +31,24 @@ __all__ = ["document_validator_class", "equality_key", "schema_problems"]
 _REF_KEYWORDS = ("$ref", "$dynamicRef")
 #: Keywords whose values are data, not schemas: a `$ref` key inside them refers to nothing.
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+#: RE2's memory cap of one compiled pattern (program and match cache), and how many compiled
+#: patterns are kept: together they bound what a document's patterns can hold at once.
 _PATTERN_MEMORY = 8 << 20
+_CACHED_PATTERNS = 16
+_ECMA_UNICODE_ESCAPE = re.compile(r"\\(u([0-9A-Fa-f]{4})|.)", re.DOTALL)
 
 
 class PatternError(ValueError):
     """A pattern RE2 cannot compile."""
 
 
-@lru_cache(maxsize=512)
+def _re2_syntax(pattern: str) -> str:
+    """A JSON Schema (ECMA-262) pattern in RE2's syntax: `\\uXXXX` becomes `\\x{XXXX}`; other
+    escapes are the same in both."""
+    return _ECMA_UNICODE_ESCAPE.sub(lambda m: f"\\x{{{m.group(2)}}}" if m.group(2) else m.group(0), pattern)
+
+
+@lru_cache(maxsize=_CACHED_PATTERNS)
 def _compiled(pattern: str) -> Any:
     import re2
 
@@ -45,7 +56,7 @@ def _compiled(pattern: str) -> Any:
     options.log_errors = False
     options.max_mem = _PATTERN_MEMORY
     try:
-        return re2.compile(pattern, options)
+        return re2.compile(_re2_syntax(pattern), options)
     except re2.error as exc:
         detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise PatternError(
