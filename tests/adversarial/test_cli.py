@@ -91,3 +91,14 @@ def test_a_failing_until_expression_is_warned_about_and_fails_the_run(child):
     assert len(warning) == 1, finished.describe()
     assert "until predicate failed" in warning[0]
     assert "boom" in warning[0]
+
+
+def test_a_fifo_as_the_document_is_refused_instead_of_blocking(child):
+    # found attacking the fixes: opening a FIFO waited for a writer forever
+    import os
+
+    fifo = child.tmp_path / "doc.json"
+    os.mkfifo(fifo)
+    finished = child.cli("validate", str(fifo), wall_clock=20)
+    assert finished.returncode == 2, finished.describe()
+    assert "not a regular file" in finished.stderr
