@@ -218,3 +218,11 @@ def test_garbage_collection_does_not_count_against_the_time_bound() -> None:
     assert time.thread_time() - started > 0.01  # the collection alone took longer than the bound
     budget.check_time()
     del heap
+
+
+def test_prettified_string_counts_its_indentation_before_building_it() -> None:
+    deep = "[" * 3000 + "]" * 3000  # 6 kB of JSON, some 9 MB once indented
+    assert len(evaluate("$string($)", deep)) == 6000
+    with pytest.raises(nt.NoeticError, match="JSON text") as info:
+        evaluate("$string($, true)", deep)
+    assert info.value.code == "EXPRESSION_LIMIT_EXCEEDED"

@@ -135,24 +135,27 @@ class EvaluationBudget:
             self.charge(SLOT_BYTES * len(value), what)
 
 
-def json_size(value: Any, limit: int) -> int:
-    """An estimate of the length of `value` as JSON text, walking it without recursion and
-    stopping as soon as it passes `limit` (so the walk costs at most about `limit` steps, even
-    for a value that repeats one large string many times)."""
+def json_size(value: Any, limit: int, *, indent: int = 0) -> int:
+    """An estimate of the length of `value` as JSON text (indented by `indent` spaces a level
+    when given), walking it without recursion and stopping as soon as it passes `limit` (so
+    the walk costs at most about `limit` steps, even for a value that repeats one large string
+    many times)."""
     total = 0
-    stack = [value]
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack and total <= limit:
-        current = stack.pop()
+        current, depth = stack.pop()
+        if indent:
+            total += 1 + indent * depth  # the line break and indentation before the value
         if isinstance(current, str):
             total += len(current) + 2
         elif isinstance(current, Mapping):
             total += 2 + len(current)
             for key, item in current.items():
                 total += len(str(key)) + 3
-                stack.append(item)
+                stack.append((item, depth + 1))
         elif isinstance(current, list | tuple):
             total += 2 + len(current)
-            stack.extend(current)
+            stack.extend((item, depth + 1) for item in current)
         else:
             total += 8
     return total

@@ -61,10 +61,11 @@ def _arg(args: list[Any], i: int) -> Any:
 
 
 def _check_serialised(budget: EvaluationBudget, args: list[Any]) -> None:
-    """`$string`, `$clone`: the JSON text of the argument."""
-    value = _arg(args, 0)
+    """`$string`, `$clone`: the JSON text of the argument (indented when `$string` prettifies)."""
+    value, prettify = _arg(args, 0), _arg(args, 1)
     if not isinstance(value, str):
-        budget.check_string(json_size(value, budget.limits.max_string), "the JSON text of the value")
+        size = json_size(value, budget.limits.max_string, indent=2 if prettify is True else 0)
+        budget.check_string(size, "the JSON text of the value")
 
 
 def _check_join(budget: EvaluationBudget, args: list[Any]) -> None:
