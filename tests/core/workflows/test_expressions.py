@@ -226,3 +226,9 @@ def test_prettified_string_counts_its_indentation_before_building_it() -> None:
     with pytest.raises(nt.NoeticError, match="JSON text") as info:
         evaluate("$string($, true)", deep)
     assert info.value.code == "EXPRESSION_LIMIT_EXCEEDED"
+
+
+def test_a_result_repeating_one_object_is_refused_before_it_is_walked() -> None:
+    with pytest.raises(nt.NoeticError, match="result is over"):
+        evaluate('($o := {"a": [1..10000]}; [1..10000].$o)')
+    assert evaluate('{"a": null, "b": [null, 1]}') == {"a": None, "b": [None, 1]}

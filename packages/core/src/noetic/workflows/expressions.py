@@ -29,6 +29,7 @@ import json
 from typing import Any, NoReturn
 
 from jsonata import JException, Jsonata
+from jsonata.utils import Utils
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.schema import to_jsonable
@@ -38,8 +39,8 @@ from noetic.workflows.limits import ExpressionLimits
 
 __all__ = ["Expression", "compile_expression", "json_value"]
 
-#: JSONata error codes that mean a bound was hit: stack depth, timeout, range size.
-_LIMIT_CODES = frozenset({"D1011", "D1012", "D2014"})
+#: JSONata error codes that mean one of the library's own bounds was hit (its range size).
+_LIMIT_CODES = frozenset({"D2014"})
 _JSON_START = frozenset('{["-0123456789tfn')
 
 
@@ -127,10 +128,12 @@ def json_value(value: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    """A JSONata result as plain JSON data (lists for JSONata sequences); functions and other
-    non-JSON values raise `_Disabled`."""
+    """A JSONata result as plain JSON data (lists for JSONata sequences, None for JSONata's
+    null); functions and other non-JSON values raise `_Disabled`."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if value is Utils.NULL_VALUE:
+        return None
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -164,7 +167,13 @@ class Expression:
         engine.slot.current = EvaluationBudget(limits)
         Jsonata.CURRENT.jsonata = engine
         try:
-            result = _plain(engine.evaluate(data, Jsonata.Frame(None)))
+            raw = engine.evaluate(data, Jsonata.Frame(None))
+            # Measured before it is copied: a result repeating one large value many times is
+            # cheap to hold but not to copy.
+            self._check_size(raw, "result")
+            result = _plain(raw)
+        except NoeticError:
+            raise
         except JException as exc:
             code = "EXPRESSION_LIMIT_EXCEEDED" if exc.error in _LIMIT_CODES else "EXPRESSION_FAILED"
             raise self._error(code, f"{exc} ({exc.error})") from None
@@ -181,7 +190,6 @@ class Expression:
         finally:
             engine.environment = self._env
             engine.slot.current = None
-        self._check_size(result, "result")
         return result
 
     def _check_size(self, data: Any, what: str) -> None:
@@ -247,6 +255,10 @@ def compile_expression(source: str, limits: ExpressionLimits) -> Expression:
         ) from None
     if engine.errors:
         raise _invalid(source, str(engine.errors[0]))
+    # The library's null conversion walks every reference of the result in place, with no
+    # bound (a result repeating one object 10,000 times took seconds); `_plain` converts after
+    # the result's size is checked.
+    engine.set_output_convert_nulls(False)
     for name, function in bounded_functions(engine.slot).items():
         engine.register_function(name, function)
     engine.register_lambda("eval", _disabled_eval)
