@@ -211,11 +211,14 @@ def test_garbage_collection_does_not_count_against_the_time_bound() -> None:
 
     from noetic.workflows.budget import EvaluationBudget
 
-    heap = [[i] for i in range(1_500_000)]
-    budget = EvaluationBudget(ExpressionLimits(timeout_ms=10))
+    heap = [[i] for i in range(1_000_000)]
     started = time.thread_time()
     gc.collect()
-    assert time.thread_time() - started > 0.01  # the collection alone took longer than the bound
+    one_collection = time.thread_time() - started
+    # a bound of half one collection, then two collections: four times over it in CPU time
+    budget = EvaluationBudget(ExpressionLimits(timeout_ms=max(1, int(one_collection * 500))))
+    gc.collect()
+    gc.collect()
     budget.check_time()
     del heap
 
