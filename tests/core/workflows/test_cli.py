@@ -232,3 +232,11 @@ def test_an_unexpected_exception_is_one_line_and_exit_2(
     monkeypatch.setenv("NOETIC_DEBUG", "1")
     with pytest.raises(RuntimeError):
         cli.main(["schema"])
+
+
+def test_input_that_is_not_strict_json_is_text() -> None:
+    from noetic.workflows.commands import parse_input
+
+    assert parse_input("NaN") == "NaN"
+    assert parse_input('{"a": Infinity}') == '{"a": Infinity}'
+    assert parse_input('{"a": 1.5}') == {"a": 1.5}

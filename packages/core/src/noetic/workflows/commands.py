@@ -68,13 +68,18 @@ def validate_document(path: str | os.PathLike[str], out: TextIO, err: TextIO) ->
     return 0
 
 
+def _not_json(constant: str) -> Any:
+    """`NaN` and `Infinity` are not JSON (Python's parser accepts them)."""
+    raise ValueError(f"{constant} is not JSON")
+
+
 def parse_input(text: str | None) -> Any:
     """The turn input of `--input`: JSON when it parses, else the text itself ("" when absent).
     JSON nested too deeply to parse is `INVALID_INPUT`."""
     if text is None:
         return ""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except ValueError:
         return text
     except RecursionError:
