@@ -235,3 +235,8 @@ def test_a_result_repeating_one_object_is_refused_before_it_is_walked() -> None:
     with pytest.raises(nt.NoeticError, match="result is over"):
         evaluate('($o := {"a": [1..10000]}; [1..10000].$o)')
     assert evaluate('{"a": null, "b": [null, 1]}') == {"a": None, "b": [None, 1]}
+
+
+def test_non_finite_numbers_in_text_are_not_json() -> None:
+    assert json_value("-Infinity") == "-Infinity"
+    assert json_value('{"a": NaN}') == '{"a": NaN}'

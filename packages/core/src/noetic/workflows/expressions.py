@@ -115,13 +115,17 @@ def _disabled_eval(*args: Any) -> NoReturn:
     raise _Disabled("$eval is disabled in workflow expressions; write the expression in the document")
 
 
+def _not_a_number(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def json_value(value: Any) -> Any:
     """The JSON value a step value stands for: pydantic models dumped, and a string that
     parses as JSON replaced by the parsed value."""
     value = to_jsonable(value)
     if isinstance(value, str) and value.lstrip()[:1] in _JSON_START:
         try:
-            return json.loads(value)
+            return json.loads(value, parse_constant=_not_a_number)
         except (ValueError, RecursionError):
             return value
     return value
