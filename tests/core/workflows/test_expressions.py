@@ -240,3 +240,24 @@ def test_a_result_repeating_one_object_is_refused_before_it_is_walked() -> None:
 def test_non_finite_numbers_in_text_are_not_json() -> None:
     assert json_value("-Infinity") == "-Infinity"
     assert json_value('{"a": NaN}') == '{"a": NaN}'
+
+
+def test_threads_evaluating_one_expression_keep_their_own_budgets() -> None:
+    import threading
+
+    expression = compile_expression("$count([1..2000].($ * 2))", LIMITS)
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        for _ in range(20):
+            try:
+                assert expression.evaluate(None) == 2000
+            except BaseException as exc:
+                failures.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []

@@ -20,6 +20,7 @@ evaluation's `EvaluationBudget` from `slot`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,10 +39,9 @@ MAX_PICTURE = 256
 Check = Callable[[EvaluationBudget, list[Any]], None]
 
 
-class BudgetSlot:
-    """Where the evaluator puts the budget of the evaluation that is running."""
-
-    __slots__ = ("current",)
+class BudgetSlot(threading.local):
+    """Where the evaluator puts the budget of the evaluation that is running (one per thread,
+    so threads evaluating one compiled expression keep their own budgets)."""
 
     def __init__(self) -> None:
         self.current: EvaluationBudget | None = None
