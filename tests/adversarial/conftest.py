@@ -44,8 +44,20 @@ _CHILD = Path(__file__).with_name("_child.py")
 _MARKER = "@@adversarial-outcome@@"
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to kill the child when the test process dies (an interrupted run leaves no
+    orphaned case behind); elsewhere the wall clock and CPU cap still end it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _limits(memory_mb: int, cpu_s: int) -> Callable[[], None]:
     def apply() -> None:
+        _die_with_parent()
         cap = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
