@@ -20,6 +20,19 @@ from typing import Any
 MARKER = "@@adversarial-outcome@@"
 
 
+def die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent dies (an interrupted run leaves no
+    orphaned case behind); elsewhere the wall clock and the CPU cap still end it."""
+    import signal
+
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _report(outcome: dict[str, Any]) -> None:
     sys.stdout.write("\n" + MARKER + json.dumps(outcome, default=repr, ensure_ascii=True) + "\n")
     sys.stdout.flush()
@@ -52,6 +65,11 @@ def _run_cli(backend: str, argv: list[str]) -> int:
     return main(argv)
 
 
+def main(argv: list[str]) -> int:
+    """Run one case: `snippet BACKEND PATH` or `cli BACKEND ARGS...`; returns the exit status."""
+    mode, backend, *rest = argv
+    return _run_snippet(backend, rest[0]) if mode == "snippet" else _run_cli(backend, rest)
+
+
 if __name__ == "__main__":
-    mode, backend, *rest = sys.argv[1:]
-    sys.exit(_run_snippet(backend, rest[0]) if mode == "snippet" else _run_cli(backend, rest))
+    sys.exit(main(sys.argv[1:]))

@@ -19,14 +19,16 @@ the defaults below or `child.run(..., wall_clock=..., memory_mb=...)`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import resource
+import select
 import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,29 +42,69 @@ MEMORY_MB = 512
 #: CPU-seconds cap of the child: a busy loop is killed even when the wall clock is slow.
 CPU_S = 60
 
-_CHILD = Path(__file__).with_name("_child.py")
+_ZYGOTE = Path(__file__).with_name("_zygote.py")
 _MARKER = "@@adversarial-outcome@@"
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to kill the child when the test process dies (an interrupted run leaves no
-    orphaned case behind); elsewhere the wall clock and CPU cap still end it."""
-    try:
-        import ctypes
+class _ForkServer:
+    """One `_zygote.py` process per backend for the session: it has imported noetic once and
+    forks a child per case (see that module), so a case costs a fork, not an interpreter start."""
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    def __init__(self) -> None:
+        env = {**os.environ, "MALLOC_ARENA_MAX": "2", "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
+        env.pop("OPENROUTER_API_KEY", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(_ZYGOTE)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+        self._buffer = b""
 
+    def _message(self, timeout: float) -> dict[str, Any] | None:
+        """The next reply, or None when `timeout` seconds pass first."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if select.select([fd], [], [], remaining)[0]:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise RuntimeError("the adversarial fork server exited")
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        message: dict[str, Any] = json.loads(line)
+        return message
 
-def _limits(memory_mb: int, cpu_s: int) -> Callable[[], None]:
-    def apply() -> None:
-        _die_with_parent()
-        cap = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    def run(self, request: dict[str, Any], wall_clock: float) -> tuple[int | None, bool]:
+        """Run one case; returns its exit status (None when killed at the wall clock) and
+        whether the wall clock ran out."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        self.proc.stdin.flush()
+        started = self._message(60)
+        assert started is not None, "the adversarial fork server did not answer"
+        done = self._message(wall_clock)
+        if done is not None:
+            return int(done["status"]), False
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(started["pid"], signal.SIGKILL)
+        self._message(60)
+        return None, True
 
-    return apply
+    def close(self) -> None:
+        """End the server (it waits for nothing: every case has ended)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 @dataclass
@@ -141,39 +183,38 @@ class Outcome:
 class Child:
     """Runs snippets and CLI commands in a capped child process on one anyio backend."""
 
-    def __init__(self, backend: str, tmp_path: Path):
+    def __init__(self, backend: str, tmp_path: Path, server: _ForkServer):
         self.backend = backend
         self.tmp_path = tmp_path
+        self.server = server
         self._count = 0
 
     def _spawn(
         self, args: Sequence[str], what: str, wall_clock: float, memory_mb: int, cpu_s: int, stdin: str | None
     ) -> Finished:
-        env = {**os.environ, "MALLOC_ARENA_MAX": "2", "PYTHONIOENCODING": "utf-8", "NO_COLOR": "1"}
-        env.pop("OPENROUTER_API_KEY", None)
-        proc = subprocess.Popen(
-            [sys.executable, str(_CHILD), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=self.tmp_path,
-            env=env,
-            start_new_session=True,
-            preexec_fn=_limits(memory_mb, cpu_s),
-        )
-        timed_out = False
-        try:
-            out, err = proc.communicate(stdin.encode() if stdin else None, timeout=wall_clock)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
+        self._count += 1
+        stem = self.tmp_path / f"run_{self._count}"
+        stdin_path = None
+        if stdin is not None:
+            stdin_path = stem.with_suffix(".stdin")
+            stdin_path.write_text(stdin, encoding="utf-8")
+        out_path, err_path = stem.with_suffix(".stdout"), stem.with_suffix(".stderr")
+        request = {
+            "args": list(args),
+            "cwd": str(self.tmp_path),
+            "stdin": None if stdin_path is None else str(stdin_path),
+            "stdout": str(out_path),
+            "stderr": str(err_path),
+            "memory_mb": memory_mb,
+            "cpu_s": cpu_s,
+        }
+        status, timed_out = self.server.run(request, wall_clock)
         return Finished(
             self.backend,
             what,
-            None if timed_out else proc.returncode,
-            out.decode("utf-8", "backslashreplace"),
-            err.decode("utf-8", "backslashreplace"),
+            status,
+            out_path.read_bytes().decode("utf-8", "backslashreplace"),
+            err_path.read_bytes().decode("utf-8", "backslashreplace"),
             timed_out,
         )
 
@@ -210,7 +251,7 @@ class Child:
         kill fails the test here."""
         finished = self._spawn(
             ["cli", self.backend, *argv],
-            "noetic " + " ".join(argv)[:200],
+            "noetic " + ascii(" ".join(argv))[1:-1][:200],
             wall_clock,
             memory_mb,
             cpu_s,
@@ -221,7 +262,15 @@ class Child:
         return finished
 
 
+@pytest.fixture(scope="session")
+def _fork_server() -> Iterator[_ForkServer]:
+    """The session's fork server (cases of both backends share it)."""
+    server = _ForkServer()
+    yield server
+    server.close()
+
+
 @pytest.fixture(params=["asyncio", "trio"])
-def child(request: pytest.FixtureRequest, tmp_path: Path) -> Child:
+def child(request: pytest.FixtureRequest, tmp_path: Path, _fork_server: _ForkServer) -> Child:
     """A capped child-process runner on each anyio backend."""
-    return Child(str(request.param), tmp_path)
+    return Child(str(request.param), tmp_path, _fork_server)

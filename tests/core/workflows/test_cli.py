@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import noetic as nt
 import pytest
 from noetic.cli import main
 from noetic.workflows.schema import published_schema
@@ -240,3 +241,14 @@ def test_input_that_is_not_strict_json_is_text() -> None:
     assert parse_input("NaN") == "NaN"
     assert parse_input('{"a": Infinity}') == '{"a": Infinity}'
     assert parse_input('{"a": 1.5}') == {"a": 1.5}
+
+
+def test_input_nesting_is_bounded_whatever_the_recursion_limit() -> None:
+    from noetic.workflows.commands import MAX_INPUT_DEPTH, parse_input
+
+    assert parse_input("[" * MAX_INPUT_DEPTH + "]" * MAX_INPUT_DEPTH) is not None
+    deep = "[" * 5000 + "]" * 5000
+    with pytest.raises(nt.NoeticConfigError, match="5000 levels deep") as info:
+        parse_input(deep)  # the recursion limit is 10,000 here (jsonata raised it): json would parse it
+    assert info.value.code == "INVALID_INPUT"
+    assert parse_input('"[[[["') == "[[[["

@@ -30,7 +30,10 @@ from noetic.schema import to_jsonable
 from noetic.terminal_safe import terminal_safe
 from noetic.workflows.problems import Problem
 
-__all__ = ["parse_input", "print_schema", "run_document", "validate_document"]
+__all__ = ["MAX_INPUT_DEPTH", "parse_input", "print_schema", "run_document", "validate_document"]
+
+#: How deeply `--input` JSON may nest.
+MAX_INPUT_DEPTH = 256
 
 
 def print_schema(out: TextIO) -> int:
@@ -75,19 +78,24 @@ def _not_json(constant: str) -> Any:
 
 def parse_input(text: str | None) -> Any:
     """The turn input of `--input`: JSON when it parses, else the text itself ("" when absent).
-    JSON nested too deeply to parse is `INVALID_INPUT`."""
+    JSON nested more than `MAX_INPUT_DEPTH` levels is `INVALID_INPUT` (checked by a linear scan
+    before parsing, since Python's parser recurses and would fail or not depending on the
+    interpreter's recursion limit)."""
+    from noetic.workflows.limits import json_text_depth
+
     if text is None:
         return ""
+    depth = json_text_depth(text) if text.lstrip()[:1] in ("[", "{") else 0
+    if depth > MAX_INPUT_DEPTH:
+        raise NoeticConfigError(
+            "INVALID_INPUT",
+            f"--input is JSON nested {depth} levels deep, over the limit of {MAX_INPUT_DEPTH}",
+            hint="Pass flatter JSON, or plain text.",
+        )
     try:
         return json.loads(text, parse_constant=_not_json)
     except ValueError:
         return text
-    except RecursionError:
-        raise NoeticConfigError(
-            "INVALID_INPUT",
-            "--input is JSON nested too deeply to read",
-            hint="Pass flatter JSON, or plain text.",
-        ) from None
 
 
 def _format_output(value: Any) -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "check_node_limits",
     "check_source_limits",
     "check_value_depth",
+    "json_text_depth",
     "structural_depth",
 ]
 
@@ -79,7 +80,7 @@ class WorkflowLimits:
     expressions: ExpressionLimits = field(default_factory=ExpressionLimits)
 
 
-def _text_depth(text: str) -> int:
+def json_text_depth(text: str) -> int:
     """The deepest bracket nesting of JSON text, ignoring brackets inside strings."""
     depth = deepest = 0
     in_string = escaped = False
@@ -111,7 +112,7 @@ def check_source_limits(text: str, size: int, limits: WorkflowLimits) -> list[Pr
                 f"the document is {size} bytes, over the limit of {limits.max_bytes}",
             )
         ]
-    depth = _text_depth(text)
+    depth = json_text_depth(text)
     if depth > limits.max_json_depth:
         return [
             Problem(
