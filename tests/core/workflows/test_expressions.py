@@ -261,3 +261,10 @@ def test_threads_evaluating_one_expression_keep_their_own_budgets() -> None:
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_an_error_quoting_a_huge_value_stays_short() -> None:
+    for source in ('$error($pad("", 900000, "x"))', '$number($pad("", 900000, "x"))'):
+        with pytest.raises(nt.NoeticError) as info:
+            evaluate(source)
+        assert len(info.value.message) < 700

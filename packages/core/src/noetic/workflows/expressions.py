@@ -42,6 +42,8 @@ __all__ = ["Expression", "compile_expression", "json_value"]
 #: JSONata error codes that mean one of the library's own bounds was hit (its range size).
 _LIMIT_CODES = frozenset({"D2014"})
 _JSON_START = frozenset('{["-0123456789tfn')
+#: The longest evaluation message an error carries.
+_MESSAGE_LENGTH = 500
 
 
 class _Disabled(Exception):
@@ -205,7 +207,11 @@ class Expression:
             )
 
     def _error(self, code: str, message: str) -> NoeticError:
+        # Both parts are cut: an error can quote any value the expression built (`$error` of a
+        # megabyte string), and messages end up in logs, spans and terminals.
         shown = self.source if len(self.source) <= 120 else self.source[:117] + "..."
+        if len(message) > _MESSAGE_LENGTH:
+            message = message[: _MESSAGE_LENGTH - 3] + "..."
         return NoeticError(code, f"expression {shown!r}: {message}", expression=self.source)
 
     def __repr__(self) -> str:
