@@ -57,3 +57,21 @@ async def test_a_deep_tree_is_removed_with_few_descriptors_open(
     assert (outside / "keep.txt").read_text() == "kept"
     # descriptors were reused: far fewer distinct numbers than directories walked
     assert len(set(opened)) < 20
+
+
+@pytest.mark.parametrize("pattern", ["**/f", "**", "d/*/f", "*", "d/d/d/**/w1*", "**/out", "wide/*"])
+async def test_glob_walks_the_tree_in_one_pass_with_the_same_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pattern: str
+) -> None:
+    from noetic.fs.glob import glob_paths
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    build(root, 60, outside)
+    fs = FsspecFs(f"file://{root}")
+    monkeypatch.setattr(local, "_HELD_DIRS", 3)
+    walked = await fs.glob(pattern)
+    assert walked == await glob_paths(fs, pattern)  # listed directory by directory
+    assert not any(path.endswith("out") for path in walked)  # links are never listed
+    assert bool(walked) is (pattern != "**/out")
