@@ -170,6 +170,7 @@ class CallModel(Step):
             step_id=self.id,
             kind=self.kind,
             tool_calls=tuple(calls),
+            last_response_tool_calls=tuple(round_calls),
             usage=usage,
             cost=float(cost),
             billed_cost=float(billed),
