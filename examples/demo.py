@@ -66,15 +66,10 @@ async def main() -> None:
     """Run one turn while printing the item stream."""
     async with nt.AgentHarness("demo", agent_graph=agent, model=model) as harness:
         print("streaming items:")
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                async for item in harness.get_item_stream():
-                    show(item)
-
-            tg.start_soon(watch)
-            await anyio.wait_all_tasks_blocked()
-            response = await harness.run("Remember: ship noetic.")
+        async with harness.stream("Remember: ship noetic.") as turn:
+            async for item in turn.items():
+                show(item)
+        response = turn.response
         saved = await harness.fs.read_text("notes/todo.md")
     print(f"\nanswer: {response.text}")
     print(f"file notes/todo.md: {saved!r}")

@@ -107,6 +107,7 @@ CONFIG_CODES = frozenset(
         "UNKNOWN_CONTEXT_LAYER",
         "UNKNOWN_CHECKPOINT_STORE",
         "INVALID_FS_ROOT",
+        "TURN_NOT_FINISHED",
     }
 )
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from noetic.channels import ChannelStore
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
@@ -36,6 +37,7 @@ from noetic.model import ModelAdapter
 from noetic.runtime import Execution
 from noetic.steps.base import Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
+from noetic.streamed_turn import StreamedTurn
 from noetic.streams import StreamEvent, TurnStream, items_from_events
 from noetic.tools import Tool
 from noetic.usage import LastLayerUsage, RoundUsage
@@ -103,6 +105,7 @@ class _Ticket:
         "response",
         "restored",
         "state",
+        "turn_id",
     )
 
     def __init__(
@@ -119,11 +122,12 @@ class _Ticket:
         self.state = state
         self.restored = restored
         self.finished = False
+        self.turn_id: str | None = None
         self._waiter: anyio.Event | None = None
         self.response: HarnessResponse | None = None
         self.error: NoeticError | None = None
 
-    def finish(self, response: HarnessResponse, error: NoeticError | None) -> None:
+    def finish(self, response: HarnessResponse | None, error: NoeticError | None) -> None:
         """Record the turn's outcome and wake whoever waits for it."""
         self.response, self.error, self.finished = response, error, True
         if self._waiter is not None:
@@ -477,7 +481,11 @@ class AgentHarness:
         resource_id: str | None = None,
         state: Any = None,
     ) -> None:
-        """Enqueue `input` for a turn on `thread_id` and return once it is accepted (HA-2)."""
+        """Enqueue `input` for a turn on `thread_id` and return once it is accepted (HA-2).
+
+        Tasks started just before (a watcher of `get_item_stream()`) get to subscribe first.
+        """
+        await _let_started_tasks_subscribe()
         self._enqueue(input, thread_id, execution_id, resource_id, state)
 
     async def run(
@@ -492,14 +500,47 @@ class AgentHarness:
         """Run one turn and return its response (its error is raised).
 
         With `storage=`, the execution is checkpointed as it goes, under `execution_id` when
-        given (an id that already has a checkpoint raises `EXECUTION_EXISTS`).
+        given (an id that already has a checkpoint raises `EXECUTION_EXISTS`). Tasks started
+        just before (a watcher of `get_item_stream()`) get to subscribe before the turn starts;
+        `stream(input)` is the call that needs no second task.
         """
+        await _let_started_tasks_subscribe()
         ticket = self._enqueue(input, thread_id, execution_id, resource_id, state, start_worker=False)
         session = self._session(thread_id)
         if not session.running:  # an idle thread: run the turn in the caller's task, no worker
             session.running = True
             await self._drain(session)
         return await self._outcome(ticket)
+
+    def stream(
+        self,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        execution_id: str | None = None,
+        resource_id: str | None = None,
+        state: Any = None,
+    ) -> StreamedTurn:
+        """Run one turn in the background and read its events as they happen.
+
+        `async with h.stream(input) as turn: async for event in turn: ...` then
+        `turn.response` (`turn.items()` gives item snapshots instead of events). The
+        subscription is made before the input is queued, so nothing is missed and the loop
+        ends with the turn; see `noetic.streamed_turn`.
+        """
+        self._require_started()
+        session = self._session(thread_id)
+
+        def queue() -> _Ticket:
+            return self._enqueue(input, thread_id, execution_id, resource_id, state)
+
+        return StreamedTurn(self, session, queue)
+
+    def _withdraw(self, session: _Session, ticket: _Ticket) -> None:
+        """Take a still-queued input back: its turn is answered with `cancelled`."""
+        if ticket in session.queue:
+            session.queue.remove(ticket)
+            ticket.finish(None, cancelled("the input was withdrawn before its turn started"))
 
     async def _outcome(self, ticket: _Ticket) -> HarnessResponse:
         await ticket.wait()
@@ -553,6 +594,8 @@ class AgentHarness:
         first = tickets[0]
         restored = first.restored
         turn_id = new_item_id("turn")
+        for ticket in tickets:
+            ticket.turn_id = turn_id
         run = Execution(
             self, session.stream, thread_id=session.thread_id, resource_id=first.resource_id, turn_id=turn_id
         )
@@ -755,6 +798,16 @@ class AgentHarness:
             f"harness {self.name!r} cannot {what}: it has no checkpoint store",
             hint="Pass storage='sqlite:///path/to/run.db' (or a CheckpointStore) to the AgentHarness.",
         )
+
+
+async def _let_started_tasks_subscribe() -> None:
+    """Yield to the scheduler twice, so that a task started just before this call runs up to
+    its first wait (a `get_item_stream()` subscription) before the turn starts.
+
+    Two rounds, because trio may run the new task after the current one within a batch.
+    """
+    await anyio.lowlevel.checkpoint()
+    await anyio.lowlevel.checkpoint()
 
 
 def _next_turn(queue: list[_Ticket]) -> tuple[list[_Ticket], list[_Ticket]]:
