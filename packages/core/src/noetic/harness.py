@@ -6,14 +6,18 @@ turn (HA-3), creates the root `Context` on the thread's item log (history carrie
 and runs the graph. `run(input)` is `execute` plus waiting for that turn. Results come back
 through `get_item_stream()` (item snapshots), `get_full_stream()` (every `StreamEvent`) and
 `get_agent_response()` (the last turn's `HarnessResponse`; a failed turn raises its error and
-the thread stays usable). Leaving the `async with` block waits for queued turns and for
-background jobs such as cost reconciliation, then closes the model adapters it created.
+the thread stays usable). `stream(input)` runs one turn while its caller reads the events.
+Leaving the `async with` block waits for queued turns (or aborts them when the block raised)
+and, for at most `background_grace` seconds, for background jobs such as cost
+reconciliation, then closes the model adapters it created. The harness never cancels the task
+that entered it: the block's own exception is what the caller sees.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -57,6 +61,8 @@ log = logging.getLogger("noetic.harness")
 DEFAULT_THREAD = "default"
 #: Seconds a background job (cost reconciliation) may run after its caller is gone.
 BACKGROUND_TIMEOUT = 120.0
+#: Seconds leaving the harness waits for background jobs before cancelling them.
+DEFAULT_BACKGROUND_GRACE = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +182,10 @@ class AgentHarness:
     `channel_timeout` is the default wait of channel `recv` and parked `send` (seconds).
     `context_cache` configures prompt-cache anchoring (a `ContextCacheConfig` or a dict such as
     `{"enabled": False}`); `projection` is the token budget of model steps that set none.
+    `background_grace` bounds how long leaving the block waits for background jobs such as
+    cost reconciliation (seconds, default 10); jobs still running then are cancelled and the
+    costs they would have settled stay held (`held_cost`), counted in
+    `unfinished_background_jobs` and logged as a warning.
     """
 
     def __init__(
@@ -195,6 +205,7 @@ class AgentHarness:
         projection: Projection | Mapping[str, Any] | None = None,
         plugins: NoeticPluginManager | Iterable[object] | None = None,
         channel_timeout: float = 30.0,
+        background_grace: float = DEFAULT_BACKGROUND_GRACE,
     ):
         if not isinstance(name, str) or not name.strip():
             raise NoeticConfigError(
@@ -238,6 +249,13 @@ class AgentHarness:
         self._scope_type: type[anyio.CancelScope] | None = None
         self._background = 0
         self._background_idle: anyio.Event | None = None
+        self._background_scopes: set[anyio.CancelScope] = set()
+        self._worker_scopes: set[anyio.CancelScope] = set()
+        #: Seconds leaving the `async with` block waits for background jobs (cost
+        #: reconciliation) before cancelling them; a cancelled job's hold stays on `held_cost`.
+        self.background_grace = background_grace
+        #: Background jobs cancelled at exit because they outlived `background_grace`.
+        self.unfinished_background_jobs = 0
 
     # --- configuration ----------------------------------------------------------------------
 
@@ -364,25 +382,30 @@ class AgentHarness:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """Leave the harness: wait for queued turns (or, when the block raised, abort them),
+        give background jobs up to `background_grace` seconds, then close what it opened.
+
+        The harness never cancels the task it was entered in, so the block's own exception —
+        a turn's `NoeticError` included — is the one that propagates, and no cancellation made
+        here escapes the block.
+        """
         tg = self._tg
         assert tg is not None
         try:
             if exc_type is None:
                 await self._wait_sessions_idle()
-            else:
-                for session in self._sessions.values():
-                    if session.current is not None:
-                        session.current.abort("the harness is shutting down")
-                tg.cancel_scope.cancel()
-            await self.wait_background()
         finally:
             with anyio.CancelScope(shield=True):
+                self._stop_workers("the harness is shutting down")
+                await self._settle_background()
+                # Background jobs have ended (finished or cancelled): their HTTP clients can go.
                 await self._close_adapters()
                 if self._owns_store and self._store is not None:
                     await self._store.aclose()
                     self._store = None
             self._tg = None
-            # The body's own exception propagates unwrapped; only worker failures surface here.
+            # Every child runs in its own cancel scope (see `_spawn`), so waiting for the task
+            # group cannot raise a cancellation into the caller; only worker bugs surface here.
             await tg.__aexit__(None, None, None)
 
     async def _wait_sessions_idle(self) -> None:
@@ -391,6 +414,38 @@ class AgentHarness:
                 if session.idle is None:
                     session.idle = anyio.Event()
                 await session.idle.wait()
+
+    def _stop_workers(self, reason: str) -> None:
+        """Abort running turns and cancel the worker tasks (a no-op once they are idle)."""
+        for session in self._sessions.values():
+            queued, session.queue = session.queue, []
+            for ticket in queued:
+                ticket.finish(None, cancelled(reason))
+            if session.current is not None:
+                session.current.abort(reason)
+        for scope in self._worker_scopes:
+            scope.cancel()
+
+    async def _settle_background(self) -> None:
+        """Wait up to `background_grace` for background jobs, then cancel the rest.
+
+        A cancelled cost reconciliation leaves its hold on the root context's `held_cost`
+        (an upper bound of unsettled spend); the count is in `unfinished_background_jobs`.
+        """
+        with anyio.move_on_after(self.background_grace):
+            await self.wait_background()
+        if self._background:
+            self.unfinished_background_jobs += self._background
+            log.warning(
+                "harness %r: %d background job(s) (cost reconciliation) still running after %.1f s; "
+                "cancelled, their held costs stay recorded in held_cost",
+                self.name,
+                self._background,
+                self.background_grace,
+            )
+            for scope in self._background_scopes:
+                scope.cancel()
+            await self.wait_background()
 
     async def _close_adapters(self) -> None:
         for adapter in self._adapters.values():
@@ -411,15 +466,38 @@ class AgentHarness:
             )
         return self._tg
 
+    def _spawn(self, work: Callable[[], Awaitable[None]], scopes: set[anyio.CancelScope]) -> None:
+        """Start `work` in the harness task group inside its own cancel scope, kept in `scopes`
+        while it runs, so the harness can stop it without cancelling its host task."""
+        tg = self._require_started()
+
+        async def scoped() -> None:
+            with anyio.CancelScope() as scope:
+                scopes.add(scope)
+                try:
+                    await work()
+                finally:
+                    scopes.discard(scope)
+
+        tg.start_soon(scoped)
+
     def _start_background(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run `job` shielded from callers' cancellation; `wait_background` awaits it."""
-        tg = self._require_started()
+        self._require_started()
         self._background += 1
 
         async def shielded() -> None:
             try:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(BACKGROUND_TIMEOUT):
-                    await job()
+                # The shield keeps a caller's timeout from cutting the job; the inner scope
+                # (registered by `_spawn`) is the harness's own way to stop it on exit.
+                with anyio.CancelScope(shield=True):
+                    with anyio.CancelScope() as scope:
+                        self._background_scopes.add(scope)
+                        try:
+                            with anyio.move_on_after(BACKGROUND_TIMEOUT):
+                                await job()
+                        finally:
+                            self._background_scopes.discard(scope)
             except Exception:
                 log.exception("background job failed")
             finally:
@@ -428,7 +506,7 @@ class AgentHarness:
                     self._background_idle.set()
                     self._background_idle = None
 
-        tg.start_soon(shielded)
+        self._spawn(shielded, set())
 
     async def wait_background(self) -> None:
         """Wait until background jobs (such as cost reconciliation) have finished."""
@@ -469,7 +547,7 @@ class AgentHarness:
         session.queue.append(ticket)
         if start_worker and not session.running:
             session.running = True
-            tg.start_soon(self._drain, session)
+            self._spawn(partial(self._drain, session), self._worker_scopes)
         return ticket
 
     async def execute(
@@ -559,7 +637,7 @@ class AgentHarness:
             session.running = False
             if session.queue and self._tg is not None:  # interrupted with input still queued
                 session.running = True
-                self._tg.start_soon(self._drain, session)
+                self._spawn(partial(self._drain, session), self._worker_scopes)
             elif session.idle is not None:
                 session.idle.set()
                 session.idle = None
