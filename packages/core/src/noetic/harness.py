@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import partial
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -535,7 +535,7 @@ class AgentHarness:
         *,
         start_worker: bool = True,
     ) -> _Ticket:
-        tg = self._require_started()
+        self._require_started()
         if self.agent_graph is None:
             raise NoeticConfigError(
                 "NO_STEP_CONFIGURED",
