@@ -13,7 +13,10 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-__all__ = ["main"]
+__all__ = ["EXIT_INTERRUPTED", "main"]
+
+#: The exit status after Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 
 def _plugins(args: argparse.Namespace) -> int:
@@ -121,7 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    return handler(args)
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        # Ctrl-C: the running turn was cancelled at its next step boundary and cleaned up.
+        sys.stderr.write("\nnoetic: interrupted\n")
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
