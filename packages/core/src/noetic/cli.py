@@ -20,13 +20,21 @@ EXIT_INTERRUPTED = 130
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    """List every plugin: name, version, hooks, what it registered, load errors."""
-    from noetic.plugins import make_plugin_manager, plugin_report
+    """List every plugin: name, version, hooks, what it registered, load errors.
 
-    report = plugin_report(make_plugin_manager())
+    Exits with 1 when a plugin failed to load (its error is listed), else 0.
+    """
+    import warnings
+
+    from noetic.plugins import NoeticPluginWarning, make_plugin_manager, plugin_report
+
+    with warnings.catch_warnings():  # the report lists each load error itself
+        warnings.simplefilter("ignore", NoeticPluginWarning)
+        report = plugin_report(make_plugin_manager())
+    status = 1 if any(info.error for info in report) else 0
     if args.json:
         print(json.dumps([info.__dict__ for info in report], indent=2))
-        return 0
+        return status
     for info in report:
         version = f" {info.distribution} {info.version}" if info.distribution else ""
         print(f"{info.name}{version}")
@@ -35,7 +43,7 @@ def _plugins(args: argparse.Namespace) -> int:
             continue
         print(f"  hooks: {', '.join(info.hooks) or '-'}")
         print(f"  registered: {', '.join(info.registered) or '-'}")
-    return 0
+    return status
 
 
 def _schema(args: argparse.Namespace) -> int:

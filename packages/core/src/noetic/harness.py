@@ -319,22 +319,9 @@ class AgentHarness:
         return adapter
 
     def _adapter_for(self, model: str) -> ModelAdapter:
-        registry = self.plugin_manager.registries.model_adapters
-        prefix, colon, rest = model.partition(":")
-        if colon and prefix in registry:
-            adapter: ModelAdapter = registry.resolve(prefix)(rest)
-            return adapter
-        installed = [r for r in registry if not r.builtin]
-        if len(installed) > 1:
-            names = ", ".join(sorted(r.name for r in installed))
-            raise NoeticConfigError(
-                "MISSING_MODEL",
-                f"model {model!r} has no provider prefix and several adapters are installed ({names})",
-                hint=f"Prefix the model id with its adapter, e.g. '{installed[0].name}:{model}'.",
-            )
-        default = installed[0].name if installed else "scripted"
-        adapter = registry.resolve(default)(model)
-        return adapter
+        from noetic.model_routing import adapter_for
+
+        return adapter_for(self.plugin_manager, model)
 
     def _registered_custom_items(self) -> Registry[Any] | None:
         return self.plugin_manager.registries.custom_items

@@ -107,18 +107,6 @@ def run_document(
     return 0
 
 
-def _check_provider(model: str, installed: list[str]) -> None:
-    """Refuse `provider:model` when no adapter registers `provider` (instead of falling back)."""
-    provider, colon, _ = model.partition(":")
-    if colon and "/" not in provider and provider not in installed:
-        raise NoeticConfigError(
-            "UNKNOWN_MODEL_ADAPTER",
-            f"no model adapter is installed for {provider!r} (installed: {', '.join(installed)})",
-            hint=f"Install the adapter package, e.g. `pip install noetic-adapters-{provider}`, or run offline "
-            "without --model.",
-        )
-
-
 async def _run(flow: Any, input: Any, model: str | None, err: TextIO, live: bool | None) -> Any:
     from noetic.harness import AgentHarness
     from noetic.testing import ScriptedModel
@@ -127,7 +115,7 @@ async def _run(flow: Any, input: Any, model: str | None, err: TextIO, live: bool
     renderer = TerminalRenderer(err, live=live)
     async with AgentHarness("noetic", agent_graph=flow, model=model or ScriptedModel.echo()) as h:
         if model is not None:
-            _check_provider(model, h.plugin_manager.registries.model_adapters.names())
+            h.resolve_model(model)  # an unknown provider fails here, before the turn starts
         await h.execute(input)
         try:
             async for event in h.get_full_stream():
