@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 import anyio
 import anyio.abc
@@ -39,7 +39,7 @@ from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.model import ModelAdapter
 from noetic.runtime import Execution
-from noetic.steps.base import Step, execute, reset_frame, restore_frame
+from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streamed_turn import StreamedTurn
 from noetic.streams import StreamEvent, TurnStream, items_from_events
@@ -74,10 +74,10 @@ class HarnessConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class HarnessResponse:
-    """The outcome of one turn (HA-4)."""
+class HarnessResponse(Generic[OutT]):
+    """The outcome of one turn (HA-4); `output` has the type of the graph's output."""
 
-    output: Any
+    output: OutT
     text: str
     items: tuple[Item, ...]
     usage: RoundUsage
@@ -174,8 +174,11 @@ class _Session:
         self.last_error: NoeticError | None = None
 
 
-class AgentHarness:
+class AgentHarness(Generic[OutT]):
     """Runs `agent_graph` for each turn; see the module docstring.
+
+    `AgentHarness[T]` runs a graph whose output is a `T` (inferred from `agent_graph`), so
+    `run()` returns a `HarnessResponse[T]`.
 
     `model`, `fs`, `storage` and `layers` take instances or names/URLs resolved through the
     plugin registry (`plugins`: a plugin manager, or plugin objects to add to a default one).
@@ -192,7 +195,7 @@ class AgentHarness:
         self,
         name: str,
         *,
-        agent_graph: Step | None = None,
+        agent_graph: Step[OutT] | None = None,
         params: Mapping[str, Any] | None = None,
         model: str | ModelAdapter | None = None,
         layers: Sequence[Any] = (),
@@ -354,7 +357,7 @@ class AgentHarness:
 
     # --- lifecycle --------------------------------------------------------------------------
 
-    async def __aenter__(self) -> AgentHarness:
+    async def __aenter__(self) -> AgentHarness[OutT]:
         if self._tg is not None:
             raise NoeticConfigError(
                 "HARNESS_NOT_STARTED",
@@ -561,7 +564,7 @@ class AgentHarness:
         execution_id: str | None = None,
         resource_id: str | None = None,
         state: Any = None,
-    ) -> HarnessResponse:
+    ) -> HarnessResponse[OutT]:
         """Run one turn and return its response (its error is raised).
 
         With `storage=`, the execution is checkpointed as it goes, under `execution_id` when
@@ -585,7 +588,7 @@ class AgentHarness:
         execution_id: str | None = None,
         resource_id: str | None = None,
         state: Any = None,
-    ) -> StreamedTurn:
+    ) -> StreamedTurn[OutT]:
         """Run one turn in the background and read its events as they happen.
 
         `async with h.stream(input) as turn: async for event in turn: ...` then
@@ -607,7 +610,7 @@ class AgentHarness:
             session.queue.remove(ticket)
             ticket.finish(None, cancelled("the input was withdrawn before its turn started"))
 
-    async def _outcome(self, ticket: _Ticket) -> HarnessResponse:
+    async def _outcome(self, ticket: _Ticket) -> HarnessResponse[OutT]:
         await ticket.wait()
         if ticket.error is not None:
             raise ticket.error
@@ -765,7 +768,7 @@ class AgentHarness:
 
     # --- results ----------------------------------------------------------------------------
 
-    async def get_agent_response(self, *, thread_id: str | None = None) -> HarnessResponse:
+    async def get_agent_response(self, *, thread_id: str | None = None) -> HarnessResponse[OutT]:
         """The last turn's response once the thread is idle; a failed turn raises its error."""
         session = self._session(thread_id)
         while session.running:
@@ -822,7 +825,7 @@ class AgentHarness:
         and `dispose`, children before parents, once (CTX-14). `ctx.abort()` alone runs neither."""
         await ctx._exec.layers.cancel(ctx, reason)
 
-    async def resume(self, execution_id: str) -> HarnessResponse:
+    async def resume(self, execution_id: str) -> HarnessResponse[OutT]:
         """Continue an execution from its checkpoint (RS-4..RS-9, RS-14).
 
         The execution keeps its id, thread and item log; steps the ledger recorded replay

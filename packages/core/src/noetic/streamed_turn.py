@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic
 
 import anyio
 
 from noetic.errors import NoeticConfigError
 from noetic.items import Item
+from noetic.steps.base import OutT
 from noetic.streams import StreamEvent, items_from_events
 
 if TYPE_CHECKING:
@@ -30,12 +31,12 @@ if TYPE_CHECKING:
 __all__ = ["StreamedTurn"]
 
 
-class StreamedTurn:
+class StreamedTurn(Generic[OutT]):
     """A turn started by `AgentHarness.stream`; see the module docstring."""
 
     __slots__ = ("_done", "_harness", "_queue", "_session", "_subscription", "_ticket")
 
-    def __init__(self, harness: AgentHarness, session: _Session, queue: Callable[[], _Ticket]) -> None:
+    def __init__(self, harness: AgentHarness[OutT], session: _Session, queue: Callable[[], _Ticket]) -> None:
         self._harness = harness
         self._session = session
         self._queue = queue
@@ -43,7 +44,7 @@ class StreamedTurn:
         self._ticket: _Ticket | None = None
         self._done = False
 
-    async def __aenter__(self) -> StreamedTurn:
+    async def __aenter__(self) -> StreamedTurn[OutT]:
         if self._subscription is not None:
             raise NoeticConfigError(
                 "HARNESS_NOT_STARTED",
@@ -118,7 +119,7 @@ class StreamedTurn:
         return self._ticket is not None and self._ticket.finished
 
     @property
-    def response(self) -> HarnessResponse:
+    def response(self) -> HarnessResponse[OutT]:
         """The turn's response once it has ended; a failed turn raises its `NoeticError`."""
         ticket = self._ticket
         if ticket is None or not ticket.finished:
@@ -132,7 +133,7 @@ class StreamedTurn:
         assert ticket.response is not None
         return ticket.response
 
-    async def get_response(self) -> HarnessResponse:
+    async def get_response(self) -> HarnessResponse[OutT]:
         """Wait for the turn to end and return its response (a failed turn raises its error)."""
         assert self._ticket is not None, "enter the streamed turn with `async with` first"
         await self._ticket.wait()

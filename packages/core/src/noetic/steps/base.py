@@ -14,16 +14,20 @@ import inspect
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 import anyio.lowlevel
+from typing_extensions import TypeVar
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
 
-__all__ = ["Frame", "Step", "call_user", "current_frame", "execute", "takes_ctx"]
+__all__ = ["Frame", "OutT", "Step", "call_user", "current_frame", "execute", "takes_ctx"]
+
+#: The output type of a step, for type checkers only (`Step` alone means `Step[Any]`).
+OutT = TypeVar("OutT", default=Any)
 
 
 class Frame:
@@ -86,8 +90,10 @@ async def call_user(fn: Callable[..., Any], with_ctx: bool, value: Any, ctx: Con
     return result
 
 
-class Step:
+class Step(Generic[OutT]):
     """A node of an agent graph. Subclasses set `kind` and implement `run`.
+
+    `Step[T]` says the step's output is a `T` (type checkers carry it to `HarnessResponse`).
 
     Every builder takes `custom_items=` (declarations in scope for this step, by name) and
     `emit_items=` (what this step emits; see `noetic.custom_items`).
