@@ -17,8 +17,8 @@ from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 import anyio.lowlevel
-from typing_extensions import TypeVar
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
+from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
