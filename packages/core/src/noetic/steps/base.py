@@ -101,7 +101,7 @@ class Step(Generic[OutT]):
 
     kind: ClassVar[str] = "step"
 
-    __slots__ = ("custom_items", "emit_items", "id")
+    __slots__ = ("custom_items", "emit_items", "id", "node_path")
 
     def __init__(
         self,
@@ -117,6 +117,9 @@ class Step(Generic[OutT]):
                 hint="Give every step a short unique id such as 'plan' or 'review-loop'.",
             )
         self.id = id
+        #: The JSON path of the workflow-document node this step was built from (None
+        #: otherwise); a `NoeticError` leaving the step carries it as `node_path`.
+        self.node_path: str | None = None
         self.custom_items: Mapping[str, CustomItemDecl[Any, Any]] = dict(custom_items or {})
         self.emit_items = emit_items
         if emit_items is not None and emit_items is not False:
@@ -199,7 +202,9 @@ async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = No
             output = await run_with_dispatch(step, input, ctx)
         else:
             output = await step.run(input, ctx)
-    except NoeticError:
+    except NoeticError as exc:
+        if step.node_path is not None and "node_path" not in exc.details:  # the innermost node
+            exc.details["node_path"] = step.node_path
         raise
     except Exception as exc:
         raise NoeticError(
@@ -208,6 +213,7 @@ async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = No
             cause=exc,
             step_id=step.id,
             retries_exhausted=False,
+            **({} if step.node_path is None else {"node_path": step.node_path}),
         ) from exc
     finally:
         _frame.reset(token)
