@@ -35,14 +35,9 @@ def _plugins(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([info.__dict__ for info in report], indent=2))
         return status
-    for info in report:
-        version = f" {info.distribution} {info.version}" if info.distribution else ""
-        print(f"{info.name}{version}")
-        if info.error:
-            print(f"  error: {info.error}")
-            continue
-        print(f"  hooks: {', '.join(info.hooks) or '-'}")
-        print(f"  registered: {', '.join(info.registered) or '-'}")
+    from noetic.console import console_for, plugins_view
+
+    console_for(sys.stdout).print(plugins_view(report))
     return status
 
 

@@ -36,7 +36,15 @@ if TYPE_CHECKING:
     from noetic.steps.base import Step
     from noetic.workflows.workflow import WorkflowStep
 
-__all__ = ["CLI_HINTS", "load_for_cli", "parse_input", "print_schema", "run_document", "validate_document"]
+__all__ = [
+    "CLI_HINTS",
+    "load_for_cli",
+    "use_harness_model",
+    "parse_input",
+    "print_schema",
+    "run_document",
+    "validate_document",
+]
 
 
 def print_schema(out: TextIO) -> int:
@@ -158,7 +166,7 @@ def run_document(
     if flow is None:
         return _report(shown, problems, err)
     if model is None:
-        offline = _go_offline(flow)
+        offline = use_harness_model(flow)
         if offline:
             err.write(
                 f"offline: {offline} model node(s) naming a model use the echo model; pass --model to go online\n"
@@ -172,13 +180,15 @@ def run_document(
     return 0
 
 
-def _go_offline(flow: WorkflowStep) -> int:
-    """Make every model node use the harness model (the offline echo); returns how many named
-    their own model."""
+def use_harness_model(graph: Step | None) -> int:
+    """Make every model step of `graph` use the harness model (for the command line, which
+    owns the graph it loaded); returns how many named their own model."""
     from noetic.steps.model_call import CallModel
 
+    if graph is None:
+        return 0
     named = 0
-    for step in _walk(flow):
+    for step in _walk(graph):
         if isinstance(step, CallModel) and step.model is not None:
             step.model = None
             named += 1

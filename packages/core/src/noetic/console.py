@@ -1,0 +1,142 @@
+"""Terminal output of the `noetic` command line: tables and text that fit the terminal.
+
+Built on rich, which measures the terminal and wraps, truncates and redraws at any width (a
+hand-written renderer got this wrong at narrow widths). Only the command line imports this
+module, so `import noetic` never loads rich.
+
+Everything shown here may come from outside — plugin metadata and errors, model text, layer
+ids, document values — so it passes through `safe_text`, and is put into `Text` objects rather
+than markup, so neither terminal escape sequences nor rich markup in it take effect.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from rich import box
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from noetic.plugins import PluginInfo
+    from noetic.usage import LastLayerUsage
+
+__all__ = ["console_for", "layer_usage_view", "plugins_table", "plugins_view", "safe_text"]
+
+_KEPT = frozenset("\n\t")
+
+
+def safe_text(value: object) -> str:
+    """`value` as text with every control and format character (ESC, CSI, BEL, bidi
+    overrides, …) shown as a visible escape such as `\\x1b`, so untrusted text cannot move
+    the cursor, change colours or retitle the terminal."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch in _KEPT or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co"):
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
+
+def console_for(out: TextIO, *, width: int | None = None) -> Console:
+    """A console writing to `out`: colours and live redraws only on a terminal (and not under
+    `NO_COLOR`), plain lines in a pipe or a file; the width is the terminal's."""
+    return Console(
+        file=out,
+        width=width,
+        no_color="NO_COLOR" in os.environ,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        soft_wrap=False,
+    )
+
+
+def plugins_view(report: Sequence[PluginInfo]) -> Group:
+    """`noetic plugins`: the table, then each load error in full."""
+    errors = [
+        Text(f"{safe_text(info.name)}: error: {safe_text(info.error)}", style="red")
+        for info in report
+        if info.error
+    ]
+    return Group(plugins_table(report), *errors)
+
+
+def plugins_table(report: Sequence[PluginInfo]) -> Table:
+    """One row per plugin: version, registrations and hooks (or that it failed to load)."""
+    table = Table(box=box.SIMPLE_HEAD, expand=False, pad_edge=False)
+    table.add_column("plugin", style="bold", overflow="fold", ratio=3)
+    table.add_column("version", overflow="fold", ratio=3)
+    table.add_column("registered", overflow="fold", ratio=4)
+    table.add_column("hooks", overflow="fold", ratio=3)
+    for info in report:
+        version = f"{info.distribution} {info.version}" if info.distribution else "-"
+        if info.error:
+            registered = Text("failed to load (below)", style="red")
+            hooks = Text("-")
+        else:
+            registered = Text(safe_text("\n".join(info.registered) or "-"))
+            short = [h.removeprefix("register_") for h in info.hooks]
+            hooks = Text(safe_text("\n".join(short) or "-"))
+        table.add_row(Text(safe_text(info.name)), Text(safe_text(version)), registered, hooks)
+    return table
+
+
+def layer_usage_view(usage: LastLayerUsage, active_layers: Sequence[str] = ()) -> Any:
+    """`noetic context`: the heading, one row per layer, the buckets and the epoch line.
+
+    Layers in `active_layers` that put nothing in front of the model on this call get a row
+    saying so, instead of the table claiming there are no layers.
+    """
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("layer", overflow="fold")
+    for name in ("tokens", "placement", "served", "changed", "churn", "rebill"):
+        table.add_column(name, justify="right" if name in ("tokens", "churn", "rebill") else "left")
+    shown = set()
+    for e in usage.layers:
+        shown.add(e.layer_id)
+        table.add_row(
+            Text(safe_text(e.layer_id)),
+            str(e.token_count),
+            e.placement,
+            e.served,
+            "yes" if e.changed else "no",
+            f"{e.churn_rate:.2f}",
+            str(e.rebill_tokens),
+        )
+    for name in active_layers:
+        if name not in shown:
+            table.add_row(Text(safe_text(name)), "0", Text("(active, nothing shown this call)", style="dim"))
+    if not usage.layers and not active_layers:
+        table.add_row(Text("(no context layers)", style="dim"))
+    table.add_section()
+    for name, tokens in (
+        ("system", usage.system_prompt_tokens),
+        ("tools", usage.tools_tokens),
+        ("history", usage.history_tokens),
+        ("total", usage.total_used_tokens),
+    ):
+        table.add_row(name, str(tokens))
+    heading = Text(
+        f"context of execution {safe_text(usage.execution_id)} (model {safe_text(usage.model_id)})",
+        style="bold",
+    )
+    epoch = usage.epoch
+    if epoch is None:
+        tail = Text("epoch: none (prompt-cache anchoring is off)")
+    else:
+        reason = f", re-anchored: {safe_text(epoch.reanchor_reason)}" if epoch.reanchor_reason else ""
+        tail = Text(
+            f"epoch {safe_text(epoch.id)}: age {epoch.age}, anchor {epoch.anchor_tokens}, "
+            f"live {epoch.live_tokens}, delta {epoch.delta_tokens}{reason}"
+        )
+    return Group(heading, table, tail)
