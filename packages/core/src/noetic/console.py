@@ -47,12 +47,14 @@ def safe_text(value: object) -> str:
     return "".join(out)
 
 
-def console_for(out: TextIO, *, width: int | None = None) -> Console:
+def console_for(out: TextIO, *, width: int | None = None, terminal: bool | None = None) -> Console:
     """A console writing to `out`: colours and live redraws only on a terminal (and not under
-    `NO_COLOR`), plain lines in a pipe or a file; the width is the terminal's."""
+    `NO_COLOR`), plain lines in a pipe or a file; the width is the terminal's. `terminal`
+    overrides the detection."""
     return Console(
         file=out,
         width=width,
+        force_terminal=terminal,
         no_color="NO_COLOR" in os.environ,
         highlight=False,
         emoji=False,
