@@ -70,3 +70,15 @@ def test_layers_scratchpad_has_its_row(project: Path) -> None:
     assert "(no context layers)" not in result.stdout
     rows = [line.split() for line in result.stdout.splitlines()]
     assert any(row[:2] == ["scratchpad", "0"] for row in rows), result.stdout
+
+
+def test_a_document_naming_a_model_runs_offline(tmp_path: Path) -> None:
+    """Issue 13, points 6 and 7: without `--model` a document is shown offline, whatever its
+    nodes name."""
+    doc = tmp_path / "doc.json"
+    doc.write_text(
+        '{"version": 1, "root": {"kind": "callModel", "id": "a", "model": "openrouter:x/y", "instructions": "Hi."}}'
+    )
+    result = noetic(tmp_path, str(doc), "--input", "hi")
+    assert result.returncode == 0, result.stderr
+    assert "(model scripted:echo)" in result.stdout

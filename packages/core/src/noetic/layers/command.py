@@ -7,8 +7,8 @@ Two ways to get a `LastLayerUsage` to show:
   one; modules are looked up in the current directory first, as `python -m` does. Layers come
   from `--layers` (registered names, comma separated), added to a harness target's own. The
   model is `--model` — for a harness target too, replacing its model and the models its steps
-  name — and defaults to the offline echo model for a step or document (a harness target
-  keeps its own model unless `--model` is given);
+  name — and defaults to the offline echo model for a step or document, whose model steps
+  all use it (a harness target keeps its own models unless `--model` is given);
 - read a saved snapshot with `--snapshot FILE`: the JSON `--json` prints, or any object with a
   `last_layer_usage` field (a dumped `HarnessResponse`).
 
@@ -89,8 +89,7 @@ async def _run(
         if layers:
             harness.layer_set = LayerSet([*harness.layer_set.specs, *layers])
     else:
-        if model is not None:
-            use_harness_model(target)
+        use_harness_model(target)  # offline unless --model, also for steps that name a model
         harness = nt.AgentHarness(
             "context", agent_graph=target, model=model or ScriptedModel.echo(), layers=layers
         )
