@@ -67,7 +67,9 @@ def bootstrap(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv (bootstrap.sh installs it on a bare machine)")
+@pytest.mark.skipif(
+    shutil.which("uv") is None, reason="needs uv (bootstrap.sh installs it on a bare machine)"
+)
 def test_an_installed_plugin_survives_the_bootstrap_sync(tmp_path: Path) -> None:
     """Issue 13, point 8: `scripts/bootstrap.sh uv pip install -e` works, and the next
     `scripts/bootstrap.sh …` (what `make test` and `make demo` run) keeps the plugin."""
