@@ -250,6 +250,7 @@ class AgentHarness(Generic[OutT]):
         self._adapters: dict[str, ModelAdapter] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope_type: type[anyio.CancelScope] | None = None
+        self._yields_to_subscribe = 2
         self._background = 0
         self._background_idle: anyio.Event | None = None
         self._background_scopes: set[anyio.CancelScope] = set()
@@ -367,6 +368,8 @@ class AgentHarness(Generic[OutT]):
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._scope_type = type(anyio.CancelScope())  # this event loop's scope class (see Abortable)
+        # asyncio runs ready tasks first in, first out: one yield lets a just-started task run
+        self._yields_to_subscribe = 1 if self._scope_type.__module__.endswith("_asyncio") else 2
         return self
 
     async def __aexit__(
@@ -553,7 +556,7 @@ class AgentHarness(Generic[OutT]):
 
         Tasks started just before (a watcher of `get_item_stream()`) get to subscribe first.
         """
-        await _let_started_tasks_subscribe()
+        await _let_started_tasks_subscribe(self._yields_to_subscribe)
         self._enqueue(input, thread_id, execution_id, resource_id, state)
 
     async def run(
@@ -572,7 +575,7 @@ class AgentHarness(Generic[OutT]):
         just before (a watcher of `get_item_stream()`) get to subscribe before the turn starts;
         `stream(input)` is the call that needs no second task.
         """
-        await _let_started_tasks_subscribe()
+        await _let_started_tasks_subscribe(self._yields_to_subscribe)
         ticket = self._enqueue(input, thread_id, execution_id, resource_id, state, start_worker=False)
         session = self._session(thread_id)
         if not session.running:  # an idle thread: run the turn in the caller's task, no worker
@@ -868,14 +871,15 @@ class AgentHarness(Generic[OutT]):
         )
 
 
-async def _let_started_tasks_subscribe() -> None:
-    """Yield to the scheduler twice, so that a task started just before this call runs up to
-    its first wait (a `get_item_stream()` subscription) before the turn starts.
+async def _let_started_tasks_subscribe(yields: int) -> None:
+    """Yield to the scheduler so that a task started just before this call runs up to its
+    first wait (a `get_item_stream()` subscription) before the turn starts.
 
-    Two rounds, because trio may run the new task after the current one within a batch.
+    One yield is enough on asyncio (first in, first out); trio may run the new task after the
+    current one within a batch, so it gets two.
     """
-    await anyio.lowlevel.checkpoint()
-    await anyio.lowlevel.checkpoint()
+    for _ in range(yields):
+        await anyio.lowlevel.checkpoint()
 
 
 def _next_turn(queue: list[_Ticket]) -> tuple[list[_Ticket], list[_Ticket]]:
