@@ -8,6 +8,7 @@ import fcntl
 import io
 import os
 import pty
+import re
 import select
 import struct
 import subprocess
@@ -18,13 +19,15 @@ from pathlib import Path
 
 import pyte
 import pytest
+import wcwidth
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = 60
 
 
-def run_on_a_terminal(args: list[str], columns: int) -> pyte.Screen:
-    """Run `args` with stdout/stderr on a pty of `columns` x ROWS; the final screen."""
+def run_on_a_terminal(args: list[str], columns: int, raw: bytearray | None = None) -> pyte.Screen:
+    """Run `args` with stdout/stderr on a pty of `columns` x ROWS; the final screen (and the
+    bytes written, into `raw`)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
@@ -49,6 +52,8 @@ def run_on_a_terminal(args: list[str], columns: int) -> pyte.Screen:
             if not chunk:
                 break
             stream.feed(chunk)
+            if raw is not None:
+                raw += chunk
     finally:
         os.close(master)
         if proc.poll() is None:
@@ -117,3 +122,30 @@ def test_the_demo_typing_line_is_redrawn_in_place_at_40_columns() -> None:
     assert not any("is typing" in line for line in lines), "\n".join(lines)
     text = " ".join(line.strip() for line in lines if line.strip())
     assert text.count("assistant: I saved your to-do list to notes/todo.md.") == 1, "\n".join(lines)
+
+
+_CSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+@pytest.mark.parametrize("columns", [40, 120])
+@pytest.mark.parametrize("command", [["plugins"], ["context", "tests/core/layers/test_usage.py:agent"]])
+def test_tables_are_drawn_for_the_terminal_width(command: list[str], columns: int) -> None:
+    """Issue 13, point 10: `noetic plugins` and `noetic context` tables never write a line
+    wider than the terminal (so the terminal never wraps them into broken rows)."""
+    args = (
+        command
+        if command[0] == "plugins"
+        else [*command[:1], command[1].replace("/", ".").replace(".py", "")]
+    )
+    raw = bytearray()
+    screen = run_on_a_terminal([sys.executable, "-m", "noetic.cli", *args], columns, raw)
+    lines = _CSI.sub("", raw.decode()).replace("\r", "").split("\n")
+    widths = [wcwidth.wcswidth(line) for line in lines]
+    assert max(widths) <= columns, "\n".join(lines)
+    shown = [line.split() for line in screen.display]
+    first_words = {words[0] for words in shown if words}
+    assert (
+        ("noetic.builtins" in first_words)
+        if command[0] == "plugins"
+        else ({"system", "total"} <= first_words)
+    )

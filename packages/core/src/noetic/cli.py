@@ -37,7 +37,8 @@ def _plugins(args: argparse.Namespace) -> int:
         return status
     from noetic.console import console_for, plugins_view
 
-    console_for(sys.stdout).print(plugins_view(report))
+    console = console_for(sys.stdout)
+    console.print(plugins_view(report, console.width))
     return status
 
 

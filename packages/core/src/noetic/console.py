@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -63,14 +64,34 @@ def console_for(out: TextIO, *, width: int | None = None, terminal: bool | None 
     )
 
 
-def plugins_view(report: Sequence[PluginInfo]) -> Group:
-    """`noetic plugins`: the table, then each load error in full."""
+#: Below this width tables give way to layouts that read well in a narrow terminal.
+NARROW = 72
+
+
+def plugins_view(report: Sequence[PluginInfo], width: int = 80) -> Group:
+    """`noetic plugins`: a table (or, in a narrow terminal, one block per plugin), then each
+    load error in full."""
     errors = [
         Text(f"{safe_text(info.name)}: error: {safe_text(info.error)}", style="red")
         for info in report
         if info.error
     ]
-    return Group(plugins_table(report), *errors)
+    if width >= NARROW:
+        return Group(plugins_table(report), *errors)
+    blocks: list[RenderableType] = []
+    for info in report:
+        version = f" {info.distribution} {info.version}" if info.distribution else ""
+        blocks.append(Text.assemble((safe_text(info.name), "bold"), safe_text(version)))
+        if info.error:
+            details = [Text("failed to load (below)", style="red")]
+        else:
+            hooks = ", ".join(h.removeprefix("register_") for h in info.hooks) or "-"
+            details = [
+                Text("registered: " + safe_text(", ".join(info.registered) or "-")),
+                Text("hooks: " + safe_text(hooks)),
+            ]
+        blocks.extend(Padding(detail, (0, 0, 0, 2)) for detail in details)
+    return Group(*blocks, *errors)
 
 
 def plugins_table(report: Sequence[PluginInfo]) -> Table:
@@ -93,31 +114,33 @@ def plugins_table(report: Sequence[PluginInfo]) -> Table:
     return table
 
 
-def layer_usage_view(usage: LastLayerUsage, active_layers: Sequence[str] = ()) -> Any:
+def layer_usage_view(usage: LastLayerUsage, active_layers: Sequence[str] = (), width: int = 80) -> Any:
     """`noetic context`: the heading, one row per layer, the buckets and the epoch line.
 
     Layers in `active_layers` that put nothing in front of the model on this call get a row
-    saying so, instead of the table claiming there are no layers.
+    saying so, instead of the table claiming there are no layers. In a narrow terminal the
+    changed/churn/re-bill columns are left out.
     """
+    wide = width >= NARROW
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("layer", overflow="fold")
-    for name in ("tokens", "placement", "served", "changed", "churn", "rebill"):
+    table.add_column("layer", overflow="fold", ratio=2, min_width=8)
+    columns = (
+        ("tokens", "placement", "served", "changed", "churn", "rebill") if wide else ("tokens", "served")
+    )
+    for name in columns:
         table.add_column(name, justify="right" if name in ("tokens", "churn", "rebill") else "left")
     shown = set()
     for e in usage.layers:
         shown.add(e.layer_id)
-        table.add_row(
-            Text(safe_text(e.layer_id)),
-            str(e.token_count),
-            e.placement,
-            e.served,
-            "yes" if e.changed else "no",
-            f"{e.churn_rate:.2f}",
-            str(e.rebill_tokens),
+        cells = (
+            (e.placement, e.served, "yes" if e.changed else "no", f"{e.churn_rate:.2f}", str(e.rebill_tokens))
+            if wide
+            else (f"{e.placement}, {e.served}",)
         )
+        table.add_row(Text(safe_text(e.layer_id)), str(e.token_count), *cells)
     for name in active_layers:
         if name not in shown:
-            table.add_row(Text(safe_text(name)), "0", Text("(active, nothing shown this call)", style="dim"))
+            table.add_row(Text(safe_text(name)), "0", Text("(nothing shown this call)", style="dim"))
     if not usage.layers and not active_layers:
         table.add_row(Text("(no context layers)", style="dim"))
     table.add_section()

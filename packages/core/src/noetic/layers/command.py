@@ -138,5 +138,6 @@ def context_command(
     else:
         from noetic.console import console_for, layer_usage_view
 
-        console_for(out).print(layer_usage_view(usage, active))
+        console = console_for(out)
+        console.print(layer_usage_view(usage, active, console.width))
     return 0
