@@ -51,10 +51,14 @@ class Subscription:
 
     async def next(self) -> StreamEvent:
         """The next event, waiting until one is published."""
+        await self.next_batch()
+        return self.pending.popleft()
+
+    async def next_batch(self) -> None:
+        """Return once at least one event is pending."""
         while not self.pending:
             wake = self.wake = anyio.Event()
             await wake.wait()
-        return self.pending.popleft()
 
     def close(self) -> None:
         """Stop receiving events (idempotent)."""
@@ -111,12 +115,15 @@ class TurnStream:
         sub = Subscription(self)
         if self.active:
             sub.pending.extend(self._buffer)
+        pending, end_types = sub.pending, self._end_types
         try:
             while True:
-                event = await sub.next()
-                yield event
-                if event.type in self._end_types:
-                    return
+                while pending:  # drained inline: one wake-up per batch, not one await per event
+                    event = pending.popleft()
+                    yield event
+                    if event.type in end_types:
+                        return
+                await sub.next_batch()
         finally:
             sub.close()
 
