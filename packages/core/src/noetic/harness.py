@@ -476,13 +476,13 @@ class AgentHarness(Generic[OutT]):
 
     def _start_background(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run `job` shielded from callers' cancellation; `wait_background` awaits it."""
-        self._require_started()
+        tg = self._require_started()
         self._background += 1
 
         async def shielded() -> None:
             try:
                 # The shield keeps a caller's timeout from cutting the job; the inner scope
-                # (registered by `_spawn`) is the harness's own way to stop it on exit.
+                # is the harness's own way to stop it on exit (`_settle_background`).
                 with anyio.CancelScope(shield=True):
                     with anyio.CancelScope() as scope:
                         self._background_scopes.add(scope)
@@ -499,7 +499,7 @@ class AgentHarness(Generic[OutT]):
                     self._background_idle.set()
                     self._background_idle = None
 
-        self._spawn(shielded, set())
+        tg.start_soon(shielded)
 
     async def wait_background(self) -> None:
         """Wait until background jobs (such as cost reconciliation) have finished."""
