@@ -5,7 +5,8 @@ view, streams one model round (deltas go to the harness streams), appends the re
 (IL-6), and — when the model asked for tools — validates and runs every requested call of the
 round concurrently, appends the `function_call_output` items and calls the model again, until
 it answers without tool calls. The output is the last assistant text, or the structured value
-validated against `output=`. Token and cost figures of every round are charged to the context,
+validated against `output=`; an answer that fails validation is sent back to the model with
+the validation error (a user message) up to `output_retries` times, then `model_parse_error`. Token and cost figures of every round are charged to the context,
 even for a response that is then cut off by abort (the step then raises `cancelled`).
 """
 
