@@ -82,3 +82,11 @@ def test_a_document_naming_a_model_runs_offline(tmp_path: Path) -> None:
     result = noetic(tmp_path, str(doc), "--input", "hi")
     assert result.returncode == 0, result.stderr
     assert "(model scripted:echo)" in result.stdout
+
+
+def test_a_harness_target_without_a_key_gets_command_line_advice(project: Path) -> None:
+    """Issue 13, points 6 and 7: the hint names a flag, not a Python call."""
+    result = noetic(project, "myagent:harness", "--input", "hi")
+    assert result.returncode == 1
+    assert "[MISSING_API_KEY]" in result.stderr
+    assert "--model scripted:echo" in result.stderr and "OpenRouterProvider(" not in result.stderr

@@ -29,8 +29,16 @@ import anyio
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.layers.layer_set import LayerSet
 from noetic.usage import LastLayerUsage
+from noetic.workflows.commands import CLI_HINTS
 
 __all__ = ["context_command", "load_snapshot"]
+
+#: Command-line advice for a failed run that differs from `noetic run`'s.
+_CONTEXT_HINTS = {
+    "MISSING_API_KEY": "Set OPENROUTER_API_KEY in the environment, or pass --model scripted:echo to run offline.",
+    "UNKNOWN_MODEL_ADAPTER": "Pass --model with an installed provider prefix (`noetic plugins` lists them), "
+    "or --model scripted:echo to run offline.",
+}
 
 
 def load_snapshot(path: str | os.PathLike[str]) -> LastLayerUsage:
@@ -124,11 +132,11 @@ def context_command(
     except (OSError, ValueError, TypeError) as exc:  # a bad path, snapshot or target
         err.write(f"noetic context: {exc}\n")
         return 2
-    except NoeticConfigError as exc:
-        err.write(f"noetic context: {exc.message}\n")
-        return 2
     except NoeticError as exc:
-        err.write(f"noetic context: the run failed: {exc}\n")
+        err.write(f"noetic context: the run failed: [{exc.code}] {exc.message}\n")
+        hint = _CONTEXT_HINTS.get(exc.code) or CLI_HINTS.get(exc.code)
+        if hint:
+            err.write(f"hint: {hint}\n")
         return 1
     if usage is None:
         err.write("noetic context: no model call ran, so there is no layer usage to show\n")
