@@ -136,3 +136,23 @@ def test_noetic_run_with_model_uses_the_providers_the_document_names(
     assert main(["run", doc, "--model", "scripted:echo"]) == 1
     err = capsys.readouterr().err
     assert "[UNKNOWN_MODEL_ADAPTER]" in err and "error at $.root" in err
+
+
+def test_errors_and_problems_cannot_drive_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 13, point 10: escape sequences quoted in a problem or an error are shown escaped."""
+    doc = write(
+        tmp_path, "doc.json", {"kind": "compute", "id": "c", "expr": "$error('\u001b]0;pwned\u0007')"}
+    )
+    assert main(["run", doc]) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;pwned" in err
+    bad = write(
+        tmp_path,
+        "bad.json",
+        {"kind": "withContext", "id": "w", "layers": ["\u001b[2J"], "child": UNKNOWN_ITEM},
+    )
+    assert main(["validate", bad]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b[2J" in err

@@ -77,8 +77,10 @@ def _hint(code: str, fallback: str | None) -> str | None:
 
 
 def _report(path: str, problems: list[Problem], err: TextIO) -> int:
+    from noetic.console import safe_text  # problems quote the document: shown, never obeyed
+
     for problem in problems:
-        err.write(f"{path}: {problem}\n")
+        err.write(f"{safe_text(path)}: {safe_text(problem)}\n")
     err.write(f"{path}: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
     for code in dict.fromkeys(p.code for p in problems):
         hint = _hint(code, None)
@@ -176,7 +178,12 @@ def run_document(
     except NoeticError as exc:
         _print_error(exc, err)
         return 1
-    out.write(_format_output(output) + "\n")
+    text = _format_output(output)
+    if out.isatty():  # model text on a terminal must not drive it; a pipe gets the exact output
+        from noetic.console import safe_text
+
+        text = safe_text(text)
+    out.write(text + "\n")
     return 0
 
 
@@ -197,8 +204,10 @@ def use_harness_model(graph: Step | None) -> int:
 
 def _print_error(exc: NoeticError, err: TextIO) -> None:
     """One error line (with the failing node's JSON path when known) and a command-line hint."""
+    from noetic.console import safe_text  # the message may quote a provider or a model
+
     where = exc.details.get("node_path")
-    err.write(f"error{f' at {where}' if where else ''}: [{exc.code}] {exc.message}\n")
+    err.write(f"error{f' at {where}' if where else ''}: [{exc.code}] {safe_text(exc.message)}\n")
     hint = _hint(exc.code, getattr(exc, "hint", None))
     if hint:
         err.write(f"hint: {hint}\n")
