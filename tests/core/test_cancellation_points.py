@@ -80,14 +80,48 @@ async def test_harness_cancel_stops_a_loop_of_sync_steps() -> None:
 
 INFINITE_COMPUTE = {
     "version": 1,
+    "customItems": {
+        "ready": {
+            "type": "t:ready",
+            "output": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
+        }
+    },
     "root": {
-        "kind": "loop",
-        "id": "forever",
-        "maxIterations": "infinity",
-        "body": {"kind": "compute", "id": "step", "expr": "{ 'n': n + 1 }"},
-        "until": {"kind": "never"},
+        "kind": "sequence",
+        "id": "s",
+        "steps": [
+            {
+                "kind": "compute",
+                "id": "start",
+                "expr": "$",
+                "emitItems": {"item": "ready", "onDone": "{ 'n': n }"},
+            },
+            {
+                "kind": "loop",
+                "id": "forever",
+                "maxIterations": "infinity",
+                "body": {"kind": "compute", "id": "step", "expr": "{ 'n': n + 1 }"},
+                "until": {"kind": "never"},
+            },
+        ],
     },
 }
+
+
+def wait_for_line(stream: Any, marker: str, timeout: float) -> str:
+    """Read `stream` until a line containing `marker` arrives (bounded by `timeout`)."""
+    import select
+
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([stream], [], [], 0.2)
+        if ready:
+            chunk = os.read(stream.fileno(), 4096).decode()
+            if not chunk:
+                break
+            seen += chunk
+    return seen
 
 
 def test_ctrl_c_ends_noetic_run_with_one_line_and_130(tmp_path: Path) -> None:
@@ -95,23 +129,23 @@ def test_ctrl_c_ends_noetic_run_with_one_line_and_130(tmp_path: Path) -> None:
     clear line on stderr (no traceback) and exit status 130."""
     doc = tmp_path / "forever.json"
     doc.write_text(json.dumps(INFINITE_COMPUTE))
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "noetic.cli", "run", str(doc), "--input", '{"n": 0}'],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
-        time.sleep(2.0)  # imports, then the loop is spinning
-        assert proc.poll() is None, proc.communicate()
+        started = wait_for_line(proc.stderr, "t:ready", timeout=60)  # the loop is spinning now
+        assert "t:ready" in started and proc.poll() is None, started
+        time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=10)
+        _, rest = proc.communicate(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    err = started + rest.decode()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     lines = [line for line in err.splitlines() if line.strip()]
