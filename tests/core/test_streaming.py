@@ -155,3 +155,21 @@ async def test_subscribe_then_execute_sees_the_whole_turn() -> None:
             tg.start_soon(watch)
             await h.execute("go")
     assert seen[0] == "s:turn_started" and seen[-1] == "s:turn_completed"
+
+
+async def test_a_watcher_outside_the_harness_ends_when_the_harness_exits() -> None:
+    """Issue 13, point 2: a subscription still waiting for a turn when the harness exits ends
+    instead of hanging its task group."""
+    seen: list[str] = []
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            async with nt.AgentHarness("s", agent_graph=nt.run_code("c", lambda x: x)) as h:
+                await h.run("before the watcher")
+
+                async def watch() -> None:
+                    async for event in h.get_full_stream():
+                        seen.append(event.type)
+
+                tg.start_soon(watch)
+                await anyio.sleep(0.05)  # the watcher now waits for a next turn that never comes
+    assert seen == []

@@ -365,6 +365,8 @@ class AgentHarness(Generic[OutT]):
                 f"harness {self.name!r} is already running",
                 hint="Enter each AgentHarness once with `async with`.",
             )
+        for session in self._sessions.values():  # entered again after an exit
+            session.stream.closed = False
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._scope_type = type(anyio.CancelScope())  # this event loop's scope class (see Abortable)
@@ -397,6 +399,8 @@ class AgentHarness(Generic[OutT]):
                     await self._store.aclose()
                     self._store = None
             self._tg = None
+            for session in self._sessions.values():
+                session.stream.close()  # a watcher waiting for a next turn ends instead of hanging
             # Every child runs in its own cancel scope (see `_spawn`), so waiting for the task
             # group cannot raise a cancellation into the caller; only worker bugs surface here.
             await tg.__aexit__(None, None, None)

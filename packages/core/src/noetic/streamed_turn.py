@@ -99,6 +99,9 @@ class StreamedTurn(Generic[OutT]):
         mine = False
         while True:
             event = await subscription.next()
+            if event is None:  # the harness exited before this turn ended
+                self._done = True
+                return
             if not mine:
                 # Events of a turn that was running when this one was queued come first: skip them.
                 mine = event.type.endswith(":turn_started") and event.data.get("turn_id") == ticket.turn_id

@@ -49,14 +49,14 @@ class Subscription:
         self.wake: anyio.Event | None = None
         stream._subscribers.append(self)
 
-    async def next(self) -> StreamEvent:
-        """The next event, waiting until one is published."""
+    async def next(self) -> StreamEvent | None:
+        """The next event, waiting until one is published; None once the stream is closed."""
         await self.next_batch()
-        return self.pending.popleft()
+        return self.pending.popleft() if self.pending else None
 
     async def next_batch(self) -> None:
-        """Return once at least one event is pending."""
-        while not self.pending:
+        """Return once at least one event is pending, or the stream is closed."""
+        while not self.pending and not self._stream.closed:
             wake = self.wake = anyio.Event()
             await wake.wait()
 
@@ -75,13 +75,24 @@ def _end_types(harness_name: str) -> frozenset[str]:
 class TurnStream:
     """The events of one thread's turns and their subscribers."""
 
-    __slots__ = ("_buffer", "_end_types", "_subscribers", "active")
+    __slots__ = ("_buffer", "_end_types", "_subscribers", "active", "closed")
 
     def __init__(self, harness_name: str):
         self._buffer: deque[StreamEvent] = deque(maxlen=_BUFFER)
         self._subscribers: list[Subscription] = []
         self._end_types = _end_types(harness_name)
         self.active = False
+        #: Set when the harness has exited: no turn will come, so subscriptions end.
+        self.closed = False
+
+    def close(self) -> None:
+        """End every subscription that is waiting for a turn (the harness is gone)."""
+        self.closed = True
+        for sub in self._subscribers:
+            wake = sub.wake
+            if wake is not None:
+                sub.wake = None
+                wake.set()
 
     def start_turn(self) -> None:
         """Begin buffering a new turn."""
@@ -124,6 +135,8 @@ class TurnStream:
                     if event.type in end_types:
                         return
                 await sub.next_batch()
+                if not pending:  # closed
+                    return
         finally:
             sub.close()
 
