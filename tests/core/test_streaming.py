@@ -162,14 +162,16 @@ async def test_a_watcher_outside_the_harness_ends_when_the_harness_exits() -> No
     instead of hanging its task group."""
     seen: list[str] = []
     with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            async with nt.AgentHarness("s", agent_graph=nt.run_code("c", lambda x: x)) as h:
-                await h.run("before the watcher")
+        async with (
+            anyio.create_task_group() as tg,
+            nt.AgentHarness("s", agent_graph=nt.run_code("c", lambda x: x)) as h,
+        ):
+            await h.run("before the watcher")
 
-                async def watch() -> None:
-                    async for event in h.get_full_stream():
-                        seen.append(event.type)
+            async def watch() -> None:
+                async for event in h.get_full_stream():
+                    seen.append(event.type)
 
-                tg.start_soon(watch)
-                await anyio.sleep(0.05)  # the watcher now waits for a next turn that never comes
+            tg.start_soon(watch)
+            await anyio.sleep(0.05)  # the watcher now waits for a next turn that never comes
     assert seen == []
