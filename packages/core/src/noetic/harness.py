@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 import anyio
 import anyio.abc
@@ -49,7 +49,7 @@ from noetic.usage import LastLayerUsage, RoundUsage
 if TYPE_CHECKING:
     from noetic.durable.items import Declarations
     from noetic.durable.ledger import StepLedgerRetention
-    from noetic.durable.recorder import Restored
+    from noetic.durable.recorder import Durability, Restored
     from noetic.durable.store import CheckpointStore
     from noetic.fs.contract import FsAdapter
     from noetic.plugins import NoeticPluginManager
@@ -183,6 +183,8 @@ class AgentHarness(Generic[OutT]):
     `model`, `fs`, `storage` and `layers` take instances or names/URLs resolved through the
     plugin registry (`plugins`: a plugin manager, or plugin objects to add to a default one).
     `channel_timeout` is the default wait of channel `recv` and parked `send` (seconds).
+    With `storage=`, `durability` says when a completed step is committed: `"step"` (before
+    the next step starts) or `"turn"` (when the turn ends); see `noetic.durable.recorder`.
     `context_cache` configures prompt-cache anchoring (a `ContextCacheConfig` or a dict such as
     `{"enabled": False}`); `projection` is the token budget of model steps that set none.
     `background_grace` bounds how long leaving the block waits for background jobs such as
@@ -203,6 +205,7 @@ class AgentHarness(Generic[OutT]):
         fs: str | FsAdapter | None = None,
         storage: Any = None,
         step_ledger_retention: Any = None,
+        durability: Literal["step", "turn"] = "step",
         emit_items_on_replay: bool = False,
         context_cache: Any = None,
         projection: Projection | Mapping[str, Any] | None = None,
@@ -238,6 +241,7 @@ class AgentHarness(Generic[OutT]):
         self.storage = storage
         self.step_ledger_retention = step_ledger_retention
         self._retention = _ledger_retention(storage, step_ledger_retention)
+        self.durability = _durability(durability)
         self._store: CheckpointStore | None = None
         self._owns_store = False
         self._model_spec = model
@@ -724,7 +728,7 @@ class AgentHarness(Generic[OutT]):
         session.current = None
         session.log._listeners.clear()  # the finished execution must not stay reachable from the log
         if run.recorder is not None:
-            await run.recorder.close()
+            await run.recorder.close(run)
         await run.layers.finish_root(error)
         if ctx.completed:
             output = ctx.completion_value
@@ -751,11 +755,18 @@ class AgentHarness(Generic[OutT]):
             return
         assert self._retention is not None  # validated whenever storage= is set
         if restored is not None:
-            await restored.attach(run, self._retention)
+            await restored.attach(run, self._retention, self.durability)
         else:
             from noetic.durable.recorder import begin
 
-            await begin(run, store, self._retention, input=graph_input, first_item=first_item)
+            await begin(
+                run,
+                store,
+                self._retention,
+                input=graph_input,
+                first_item=first_item,
+                durability=self.durability,
+            )
 
     def _response(self, ctx: Context, output: Any, first_item: int) -> HarnessResponse:
         items = tuple(ctx.item_log.items)
@@ -907,6 +918,15 @@ def _ledger_retention(storage: Any, retention: Any) -> StepLedgerRetention | Non
             hint="Pass storage='sqlite:///run.db', storage='memory://', or a CheckpointStore instance.",
         )
     return StepLedgerRetention.of(retention)
+
+
+def _durability(durability: Any) -> Durability:
+    """Validate `durability=` at construction (without importing durability when unused)."""
+    if durability == "step":
+        return "step"
+    from noetic.durable.recorder import durability_of
+
+    return durability_of(durability)
 
 
 def _is_items(value: Any) -> bool:
