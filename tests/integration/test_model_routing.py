@@ -91,6 +91,15 @@ def test_noetic_plugins_exits_non_zero_when_a_plugin_failed(tmp_path: Path) -> N
     )
     assert broken.returncode == 1
     assert "noetic-adapters-shout" in broken.stdout and "not_a_module_that_exists" in broken.stdout
+    as_json = subprocess.run(
+        [sys.executable, "-m", "noetic.cli", "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert as_json.returncode == 1
+    assert any(p["error"] and "not_a_module_that_exists" in p["error"] for p in json.loads(as_json.stdout))
     healthy = subprocess.run(
         [sys.executable, "-m", "noetic.cli", "plugins"], capture_output=True, text=True, timeout=120
     )
