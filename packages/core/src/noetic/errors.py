@@ -60,6 +60,11 @@ RUNTIME_CODES = frozenset(
         "EXECUTION_EXISTS",
         "UNKNOWN_EXECUTION",
         "LIMIT_EXCEEDED",
+        "DECISION_ANSWER_INVALID",
+        # noetic-durable-dbos: executions run by worker processes
+        "UNKNOWN_AGENT",
+        "EXECUTION_FAILED",
+        "RESULT_TIMEOUT",
     }
 )
 
@@ -109,6 +114,9 @@ CONFIG_CODES = frozenset(
         "UNKNOWN_CHECKPOINT_STORE",
         "INVALID_FS_ROOT",
         "TURN_NOT_FINISHED",
+        # noetic-durable-dbos: the throwaway PostgreSQL server of tests and benchmarks
+        "POSTGRES_NOT_INSTALLED",
+        "POSTGRES_FAILED",
     }
 )
 

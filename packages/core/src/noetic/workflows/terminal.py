@@ -30,7 +30,7 @@ from rich.text import Text
 
 from noetic.console import console_for, safe_text
 from noetic.custom_items import CustomItem, CustomItemEvent
-from noetic.items import FunctionCallItem, MessageItem
+from noetic.items import FunctionCallItem, MessageItem, dump_item
 from noetic.model import TextDelta
 from noetic.schema import to_jsonable
 from noetic.streams import StreamEvent
@@ -196,7 +196,8 @@ class TerminalRenderer:
 
     def _appended(self, item: Any) -> None:
         if isinstance(item, CustomItem):
-            self._progress(item.type, dict(item.model_extra or {}), final=True)
+            fields = {k: v for k, v in dump_item(item).items() if k not in ("id", "type")}
+            self._progress(item.type, fields, final=True)
         elif isinstance(item, MessageItem) and item.role == "assistant":
             streamed = item.id in self._streamed
             was_live = self.live and bool(self._text)
