@@ -7,8 +7,9 @@ ends when the turn ends — also when it fails or is aborted, so the loop cannot
 loop, `response` is the turn's `HarnessResponse` (a failed turn raises its `NoeticError`).
 
 Leaving the block waits for the turn to finish (a loop left early with `break` does not abort
-the turn); leaving it with an exception aborts the turn first. Either way the subscription is
-closed, and the turn's own error never replaces the block's exception.
+the turn); leaving it with an exception aborts the turn (cooperatively: it stops at its next
+step boundary or Noetic wait) and propagates at once. Either way the subscription is closed,
+and the turn's own error never replaces the block's exception.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic
-
-import anyio
 
 from noetic.errors import NoeticConfigError
 from noetic.items import Item
@@ -68,16 +67,16 @@ class StreamedTurn(Generic[OutT]):
         assert ticket is not None
         assert self._subscription is not None
         try:
-            if exc_type is not None and not ticket.finished:
+            if exc_type is None:
+                # Waiting keeps the caller's `response` readable and no work running behind
+                # its back; the block's own exception must not wait for anything.
+                await ticket.wait()
+            elif not ticket.finished:
                 current = self._session.current
                 if ticket.turn_id is None:  # still queued behind another turn
                     self._harness._withdraw(self._session, ticket)
-                elif current is not None:
+                elif current is not None:  # cooperative: the turn stops at its next boundary
                     current.abort("the streaming caller left with an error")
-            # The turn's finish is shielded and bounded by the turn itself; waiting for it keeps
-            # the caller's `response` readable and no work running behind its back.
-            with anyio.CancelScope(shield=exc_type is not None):
-                await ticket.wait()
         finally:
             self._subscription.close()
 
