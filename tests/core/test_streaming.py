@@ -104,8 +104,7 @@ async def test_leaving_a_stream_with_an_error_aborts_the_turn() -> None:
 
     async def forever(_: Any, ctx: nt.Context) -> None:
         started.set()
-        while not ctx.aborted:  # abort is cooperative: user code notices it
-            await anyio.sleep(0.01)
+        await ctx.wait_aborted()  # abort is cooperative: user code notices it
 
     with anyio.fail_after(5):
         async with nt.AgentHarness("s", agent_graph=nt.run_code("f", forever)) as h:
