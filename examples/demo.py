@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import anyio
 import noetic as nt
-from noetic.console import safe_text
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem
+from noetic.terminal_safe import terminal_safe
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 from pydantic import BaseModel
 from rich.console import Console
@@ -58,7 +58,7 @@ agent = nt.call_model("assistant", instructions="Save what the user asks you to 
 def show(item: object, live: Live | None) -> None:
     """Print one streamed item snapshot; on a terminal the typing line is redrawn in place."""
     if isinstance(item, MessageItem) and not item.is_complete:
-        typing = Text(f"  {item.role} is typing: {safe_text(item.text)}")
+        typing = Text(f"  {item.role} is typing: {terminal_safe(item.text)}")
         if live is not None:
             live.update(typing, refresh=True)
         else:
@@ -74,7 +74,7 @@ def show(item: object, live: Live | None) -> None:
         return
     if live is not None:
         live.update(Text(""), refresh=True)
-    console.print(Text(safe_text(line)))
+    console.print(Text(terminal_safe(line)))
 
 
 async def main() -> None:

@@ -95,14 +95,14 @@ def test_import_noetic_does_not_import_rich() -> None:
 
 def test_untrusted_text_cannot_drive_the_terminal() -> None:
     """Issue 13, point 10: escape sequences in model text and item fields are shown, not obeyed."""
-    from noetic.console import safe_text
     from noetic.items import MessageItem, OutputText
     from noetic.model import TextDelta
     from noetic.streams import StreamEvent
+    from noetic.terminal_safe import terminal_safe
     from noetic.workflows.terminal import TerminalRenderer
 
     hostile = "ok\x1b]0;pwned\x07\x1b[2J\u202egnp.exe"
-    assert safe_text(hostile) == "ok\\x1b]0;pwned\\x07\\x1b[2J\\u202egnp.exe"
+    assert terminal_safe(hostile) == "ok\\x1b]0;pwned\\x07\\x1b[2J\\u202egnp.exe"
     for live in (False, True):
         out = io.StringIO()
         renderer = TerminalRenderer(out, live=live, color=False, width=60)

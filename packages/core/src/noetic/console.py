@@ -5,14 +5,14 @@ hand-written renderer got this wrong at narrow widths). Only the command line im
 module, so `import noetic` never loads rich.
 
 Everything shown here may come from outside — plugin metadata and errors, model text, layer
-ids, document values — so it passes through `safe_text`, and is put into `Text` objects rather
-than markup, so neither terminal escape sequences nor rich markup in it take effect.
+ids, document values — so it passes through `noetic.terminal_safe` (`safe_text`), and is put
+into `Text` objects rather than markup, so neither terminal escape sequences nor rich markup in
+it take effect.
 """
 
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -22,30 +22,18 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from noetic.terminal_safe import terminal_safe
+
 if TYPE_CHECKING:
     from noetic.plugins import PluginInfo
     from noetic.usage import LastLayerUsage
 
 __all__ = ["console_for", "layer_usage_view", "plugins_table", "plugins_view", "safe_text"]
 
-_KEPT = frozenset("\n\t")
-
 
 def safe_text(value: object) -> str:
-    """`value` as text with every control and format character (ESC, CSI, BEL, bidi
-    overrides, …) shown as a visible escape such as `\\x1b`, so untrusted text cannot move
-    the cursor, change colours or retitle the terminal."""
-    text = value if isinstance(value, str) else str(value)
-    if text.isprintable():
-        return text
-    out = []
-    for ch in text:
-        if ch in _KEPT or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co"):
-            out.append(ch)
-        else:
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-    return "".join(out)
+    """`value` as one line of text for a table cell or a heading, through `terminal_safe`."""
+    return terminal_safe(value if isinstance(value, str) else str(value), multiline=False)
 
 
 def console_for(out: TextIO, *, width: int | None = None, terminal: bool | None = None) -> Console:
@@ -107,9 +95,9 @@ def plugins_table(report: Sequence[PluginInfo]) -> Table:
             registered = Text("failed to load (below)", style="red")
             hooks = Text("-")
         else:
-            registered = Text(safe_text("\n".join(info.registered) or "-"))
+            registered = Text("\n".join(safe_text(r) for r in info.registered) or "-")
             short = [h.removeprefix("register_") for h in info.hooks]
-            hooks = Text(safe_text("\n".join(short) or "-"))
+            hooks = Text("\n".join(safe_text(h) for h in short) or "-")
         table.add_row(Text(safe_text(info.name)), Text(safe_text(version)), registered, hooks)
     return table
 

@@ -15,7 +15,9 @@
 
 Problems and errors are printed with hints for the command line (flags, files, `noetic
 plugins`), and a runtime error with the JSON path of the node that failed. Each returns the
-process exit status: 0 success, 1 the run failed, 2 the document is invalid.
+process exit status: 0 success, 1 the run failed (or a loop stopped because its `until`
+predicate failed, which is warned about), 2 the document or the input is invalid. Everything
+written is passed through `terminal_safe`, since documents, inputs and model text are untrusted.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from noetic.errors import NoeticError
+from noetic.errors import NoeticConfigError, NoeticError
 from noetic.schema import to_jsonable
+from noetic.terminal_safe import terminal_safe
 from noetic.workflows.problems import Problem
 
 if TYPE_CHECKING:
@@ -38,13 +41,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLI_HINTS",
+    "MAX_INPUT_DEPTH",
     "load_for_cli",
-    "use_harness_model",
     "parse_input",
     "print_schema",
     "run_document",
+    "use_harness_model",
     "validate_document",
 ]
+
+#: How deeply `--input` JSON may nest.
+MAX_INPUT_DEPTH = 256
 
 
 def print_schema(out: TextIO) -> int:
@@ -77,11 +84,10 @@ def _hint(code: str, fallback: str | None) -> str | None:
 
 
 def _report(path: str, problems: list[Problem], err: TextIO) -> int:
-    from noetic.console import safe_text  # problems quote the document: shown, never obeyed
-
+    shown = terminal_safe(path, multiline=False)
     for problem in problems:
-        err.write(f"{safe_text(path)}: {safe_text(problem)}\n")
-    err.write(f"{path}: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
+        err.write(f"{shown}: {terminal_safe(str(problem), multiline=False)}\n")
+    err.write(f"{shown}: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
     for code in dict.fromkeys(p.code for p in problems):
         hint = _hint(code, None)
         if hint is not None:
@@ -122,7 +128,7 @@ def validate_document(path: str | os.PathLike[str], out: TextIO, err: TextIO) ->
     if flow is None:
         return _report(shown, problems, err)
     nodes = sum(1 for _ in _walk(flow.root))
-    out.write(f"{shown}: valid workflow document ({nodes} nodes)\n")
+    out.write(f"{terminal_safe(shown, multiline=False)}: valid workflow document ({nodes} nodes)\n")
     return 0
 
 
@@ -133,12 +139,29 @@ def _walk(step: Step) -> Iterator[Step]:
         yield from _walk(child)
 
 
+def _not_json(constant: str) -> Any:
+    """`NaN` and `Infinity` are not JSON (Python's parser accepts them)."""
+    raise ValueError(f"{constant} is not JSON")
+
+
 def parse_input(text: str | None) -> Any:
-    """The turn input of `--input`: JSON when it parses, else the text itself ("" when absent)."""
+    """The turn input of `--input`: JSON when it parses, else the text itself ("" when absent).
+    JSON nested more than `MAX_INPUT_DEPTH` levels is `INVALID_INPUT` (checked by a linear scan
+    before parsing, since Python's parser recurses and would fail or not depending on the
+    interpreter's recursion limit)."""
+    from noetic.workflows.limits import json_text_depth
+
     if text is None:
         return ""
+    depth = json_text_depth(text) if text.lstrip()[:1] in ("[", "{") else 0
+    if depth > MAX_INPUT_DEPTH:
+        raise NoeticConfigError(
+            "INVALID_INPUT",
+            f"--input is JSON nested {depth} levels deep, over the limit of {MAX_INPUT_DEPTH}",
+            hint="Pass flatter JSON, or plain text.",
+        )
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except ValueError:
         return text
 
@@ -146,8 +169,12 @@ def parse_input(text: str | None) -> Any:
 def _format_output(value: Any) -> str:
     value = to_jsonable(value)
     if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        return terminal_safe(value)
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):
+        text = json.dumps(repr(value)[:10_000])
+    return terminal_safe(text)
 
 
 def run_document(
@@ -174,17 +201,17 @@ def run_document(
                 f"offline: {offline} model node(s) naming a model use the echo model; pass --model to go online\n"
             )
     try:
-        output = anyio.run(_run, flow, pm, input, model, err, live)
+        output, failed_loops = anyio.run(_run, flow, pm, input, model, err, live)
     except NoeticError as exc:
         _print_error(exc, err)
         return 1
-    text = _format_output(output)
-    if out.isatty():  # model text on a terminal must not drive it; a pipe gets the exact output
-        from noetic.console import safe_text
-
-        text = safe_text(text)
-    out.write(text + "\n")
-    return 0
+    out.write(_format_output(output) + "\n")
+    for stopped in failed_loops:
+        reason = terminal_safe(str(stopped.get("reason")), multiline=False)
+        err.write(
+            f"warning: loop {stopped.get('step_id')!r} stopped because its until predicate failed: {reason}\n"
+        )
+    return 1 if failed_loops else 0
 
 
 def use_harness_model(graph: Step | None) -> int:
@@ -204,31 +231,34 @@ def use_harness_model(graph: Step | None) -> int:
 
 def _print_error(exc: NoeticError, err: TextIO) -> None:
     """One error line (with the failing node's JSON path when known) and a command-line hint."""
-    from noetic.console import safe_text  # the message may quote a provider or a model
-
     where = exc.details.get("node_path")
-    err.write(f"error{f' at {where}' if where else ''}: [{exc.code}] {safe_text(exc.message)}\n")
+    at = f" at {terminal_safe(str(where), multiline=False)}" if where else ""
+    err.write(f"error{at}: [{exc.code}] {terminal_safe(exc.message, multiline=False)}\n")
     hint = _hint(exc.code, getattr(exc, "hint", None))
     if hint:
-        err.write(f"hint: {hint}\n")
+        err.write(f"hint: {terminal_safe(hint, multiline=False)}\n")
 
 
 async def _run(
     flow: WorkflowStep, pm: NoeticPluginManager, input: Any, model: str | None, err: TextIO, live: bool | None
-) -> Any:
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Run the turn, rendering it; returns its output and the loops whose predicate failed."""
     from noetic.harness import AgentHarness
     from noetic.testing import ScriptedModel
     from noetic.workflows.terminal import TerminalRenderer
 
     renderer = TerminalRenderer(err, live=live)
+    failed_loops: list[dict[str, Any]] = []
     async with AgentHarness("noetic", agent_graph=flow, model=model or ScriptedModel.echo(), plugins=pm) as h:
         if model is not None:
             h.resolve_model(model)  # an unknown provider fails here, before the turn starts
         await h.execute(input)
         try:
             async for event in h.get_full_stream():
+                if event.type.endswith(":loop_stopped") and event.data.get("failed"):
+                    failed_loops.append(event.data)
                 renderer.handle(event)
         finally:
             renderer.close()
         response = await h.get_agent_response()
-    return response.output
+    return response.output, failed_loops

@@ -11,8 +11,9 @@
 On a terminal the live area (streaming text and bars) is a rich `Live` display: it is measured
 against the terminal's width on every redraw, so bars shrink and text wraps instead of
 breaking into stacks of partial lines (colour unless `NO_COLOR` is set). Elsewhere (a pipe, a
-file, CI logs) every update is one plain line instead. Untrusted text — model output, tool
-arguments, item fields — goes through `noetic.console.safe_text` first.
+file, CI logs) every update is one plain line instead. Text from the stream (model text, tool
+calls, item fields and types) is untrusted and passes through `terminal_safe` first, so it
+cannot carry escape sequences of its own.
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from noetic.console import console_for, safe_text
+from noetic.console import console_for
 from noetic.custom_items import CustomItem, CustomItemEvent
 from noetic.items import FunctionCallItem, MessageItem, dump_item
 from noetic.model import TextDelta
 from noetic.schema import to_jsonable
 from noetic.streams import StreamEvent
+from noetic.terminal_safe import terminal_safe
 
 __all__ = ["TerminalRenderer", "progress_of"]
 
@@ -147,10 +149,10 @@ class TerminalRenderer:
         grid.add_column(no_wrap=True, overflow="ellipsis", max_width=16)
         for bar in bars:
             grid.add_row(
-                Text(safe_text(bar.type)),
+                Text(terminal_safe(bar.type)),
                 ProgressBar(total=1.0, completed=bar.fraction, width=None, complete_style="green"),
                 f"{bar.fraction:.0%}",
-                Text(safe_text(bar.label)),
+                Text(terminal_safe(bar.label)),
             )
         return grid
 
@@ -161,7 +163,7 @@ class TerminalRenderer:
 
     def _plain_bar(self, bar: _Bar) -> str:
         filled = round(bar.fraction * _WIDTH)
-        return f"{safe_text(bar.type)} [{'#' * filled}{'-' * (_WIDTH - filled)}] {bar.fraction:4.0%}  {safe_text(bar.label)}"
+        return f"{terminal_safe(bar.type)} [{'#' * filled}{'-' * (_WIDTH - filled)}] {bar.fraction:4.0%}  {terminal_safe(bar.label)}"
 
     # --- events -----------------------------------------------------------------------------
 
@@ -180,13 +182,13 @@ class TerminalRenderer:
         if delta.item_id is not None:
             self._streamed.add(delta.item_id)
         if self.live:
-            self._text += safe_text(delta.text)
+            self._text += terminal_safe(delta.text)
             self._refresh()
         else:
             if not self._text:
                 self.out.write("assistant ")
             self._text += delta.text
-            self.out.write(safe_text(delta.text))
+            self.out.write(terminal_safe(delta.text))
             self.out.flush()
 
     def _end_text(self) -> None:
@@ -203,12 +205,13 @@ class TerminalRenderer:
             was_live = self.live and bool(self._text)
             self._end_text()
             if not streamed or was_live:
-                self._print(Text.assemble(("assistant ", "dim"), safe_text(item.text)))
+                self._print(Text.assemble(("assistant ", "dim"), terminal_safe(item.text)))
         elif isinstance(item, FunctionCallItem):
             self._end_text()
-            self._print(Text(safe_text(f"→ {item.name}({item.arguments})"), style="dim"))
+            self._print(Text(terminal_safe(f"→ {item.name}({item.arguments})", multiline=False), style="dim"))
 
     def _progress(self, type: str, fields: Any, *, final: bool) -> None:
+        type = terminal_safe(type, multiline=False)
         found = progress_of(fields, self._peaks.get(type, 0.0)) if isinstance(fields, Mapping) else None
         if found is None:
             shown = (
@@ -216,7 +219,7 @@ class TerminalRenderer:
                 if isinstance(fields, Mapping)
                 else json.dumps(fields, ensure_ascii=False)
             )
-            self._print(Text.assemble((safe_text(type), "cyan"), " ", safe_text(shown)))
+            self._print(Text.assemble((type, "cyan"), " ", terminal_safe(shown, multiline=False)))
             return
         fraction, label, self._peaks[type] = found
         bar = _Bar(type, fraction, label)
