@@ -1,0 +1,105 @@
+"""Every code block in README.md and docs/ runs here, so an example cannot silently go wrong.
+
+Python blocks are found and run by `pytest-examples` (each block is written to its own file and
+run as `__main__` in a fresh module, in-process): the working directory is a fresh temporary
+folder, `OPENROUTER_API_KEY` is unset, and every `print(...)` must be followed by its exact output
+as `#> ...` comment lines (`pytest tests/docs --update-examples` rewrites them). The one opt-out is
+the fence tag `{.python .requires-network}`, kept for blocks that talk to a real provider: those
+are only compiled. Shell blocks (```bash) whose every line is a `noetic` command run as
+subprocesses from the repository root and must exit 0; other shell blocks are shown, not run.
+The conventions are described for contributors in docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import pytest_examples.run_code
+from pytest_examples import CodeExample, EvalExample, find_examples
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+#: The fence tag for the only blocks that may skip running: they need a real provider.
+NETWORK_TAG = "requires-network"
+#: Where a `noetic` CLI block finds its command: the console script next to this interpreter.
+NOETIC = Path(sys.executable).with_name("noetic")
+
+
+def _python_blocks() -> list[CodeExample]:
+    return [example for path in DOC_FILES for example in find_examples(path)]
+
+
+def _block_id(example: CodeExample) -> str:
+    return f"{example.path.relative_to(ROOT)}:{example.start_line}"
+
+
+def _bash_blocks() -> Iterator[tuple[str, list[str]]]:
+    """Yield `(id, commands)` for each ```bash block made only of `noetic` commands."""
+    fence = re.compile(r"^```(?:bash|sh|shell)[ \t]*\n(.*?)^```", re.M | re.S)
+    for path in DOC_FILES:
+        text = path.read_text(encoding="utf-8")
+        for match in fence.finditer(text):
+            lines = [line.split(" #", 1)[0].strip() for line in match.group(1).splitlines()]
+            commands = [line for line in lines if line and not line.startswith("#")]
+            if commands and all(command.startswith("noetic ") for command in commands):
+                line_no = text.count("\n", 0, match.start()) + 1
+                yield f"{path.relative_to(ROOT)}:{line_no}", commands
+
+
+@pytest.fixture
+def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh working directory and no API key, as a reader's first offline run would have."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    # pytest-examples installs each block as `__main__`; give pytest's own module back after.
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
+    # Its synthetic traceback for a failing block breaks traceback formatting on Python 3.11
+    # (an INTERNALERROR instead of a failed test); keep the real traceback, which points at the
+    # block's file in the temporary folder with the block's own line numbers.
+    monkeypatch.setattr(pytest_examples.run_code, "create_example_traceback", lambda *args: None)
+    return cwd
+
+
+@pytest.mark.parametrize("example", _python_blocks(), ids=_block_id)
+def test_python_block_runs_and_prints_what_it_shows(
+    example: CodeExample, eval_example: EvalExample, isolated_cwd: Path
+) -> None:
+    eval_example.set_config(line_length=110, target_version="py311")
+    if NETWORK_TAG in example.prefix_tags():
+        compile(example.source, str(example.path), "exec")
+        return
+    if eval_example.update_examples:
+        eval_example.run_print_update(example)
+    else:
+        eval_example.run_print_check(example)
+
+
+def test_the_opt_out_tag_is_rare_and_only_on_provider_blocks() -> None:
+    """`.requires-network` is for real-provider calls only: each such block names OpenRouter."""
+    tagged = [e for e in _python_blocks() if NETWORK_TAG in e.prefix_tags()]
+    for example in tagged:
+        assert "openrouter" in example.source.lower(), _block_id(example)
+
+
+def test_docs_have_python_blocks_from_every_page() -> None:
+    """The collector sees the README and each docs page that has code (a silent zero would pass)."""
+    pages = {e.path.name for e in _python_blocks()}
+    assert {"README.md", "index.md", "layers.md", "workflows.md"} <= pages
+
+
+@pytest.mark.parametrize(("block", "commands"), list(_bash_blocks()))
+def test_cli_block_runs(block: str, commands: list[str]) -> None:
+    for command in commands:
+        argv = shlex.split(command)
+        result = subprocess.run(
+            [str(NOETIC), *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, f"{block}: `{command}` exited {result.returncode}\n{result.stderr}"
