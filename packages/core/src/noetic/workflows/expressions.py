@@ -3,7 +3,7 @@
 `compile_expression(source, limits)` parses once (a syntax error is a `NoeticConfigError`
 `INVALID_EXPRESSION`); `Expression.evaluate(value)` reads it against a value and returns plain
 JSON (`None` for an undefined result). JSONata cannot reach the host, so what is left to guard
-against is denial of service (reliability §3.3):
+against is denial of service:
 
 - every evaluation runs under a fresh time and depth bound (`ExpressionLimits`);
 - `[a..b]` ranges, string concatenation (`&`) and `$pad` are capped, because a single builtin
@@ -18,7 +18,7 @@ raises `NoeticError("EXPRESSION_FAILED")`. Each evaluation starts from the expre
 environment, so nothing one evaluation binds is seen by the next.
 
 Inputs are native JSON values; a string that parses as JSON is read as the parsed value
-(semantics §2.8), so a model's JSON answer can be addressed by field.
+so a model's JSON answer can be addressed by field.
 """
 
 from __future__ import annotations
