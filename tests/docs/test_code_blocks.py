@@ -2,10 +2,11 @@
 
 Python blocks are found and run by `pytest-examples` (each block is written to its own file and
 run as `__main__` in a fresh module, in-process): the working directory is a fresh temporary
-folder, `OPENROUTER_API_KEY` is unset, and every `print(...)` must be followed by its exact output
-as `#> ...` comment lines (`pytest tests/docs --update-examples` rewrites them). The one opt-out is
-the fence tag `{.python .requires-network}`, kept for blocks that talk to a real provider: those
-are only compiled. Shell blocks (```bash) whose every line is a `noetic` command run as
+folder and `OPENROUTER_API_KEY` is unset. In a block that shows output, every `print(...)` must
+be followed by its exact output as `#> ...` comment lines (`pytest tests/docs --update-examples`
+writes them); a block with no `#>` line is only run (its own `assert`s still hold). The one
+opt-out is the fence tag `{.python .requires-network}`, for blocks that talk to a real provider:
+those are only compiled. Shell blocks (```bash) whose every line is a `noetic` command run as
 subprocesses from the repository root and must exit 0; other shell blocks are shown, not run.
 The conventions are described for contributors in docs/architecture.md.
 """
@@ -78,8 +79,10 @@ def test_python_block_runs_and_prints_what_it_shows(
         return
     if eval_example.update_examples:
         eval_example.run_print_update(example)
-    else:
+    elif "#>" in example.source:
         eval_example.run_print_check(example)
+    else:  # a block that shows no output still has to run (and its asserts to hold)
+        eval_example.run(example)
 
 
 def test_the_opt_out_tag_is_rare_and_only_on_provider_blocks() -> None:
