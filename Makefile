@@ -23,4 +23,4 @@ bench:
 
 # The documentation site from docs/ into site/ (offline; warnings, dead links included, fail it).
 docs:
-	$(RUN) mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs build --strict
