@@ -42,5 +42,9 @@ def test_every_docs_page_is_built(site: Path) -> None:
 def test_pages_load_nothing_from_another_host(site: Path) -> None:
     remote = re.compile(r'<(?:script|img|link)\b[^>]*\b(?:src|href)="(?:https?:)?//[^"]*"', re.I)
     for html in site.rglob("*.html"):
-        found = [m.group(0) for m in remote.finditer(html.read_text("utf-8")) if "rel=\"canonical\"" not in m.group(0)]
+        found = [
+            m.group(0)
+            for m in remote.finditer(html.read_text("utf-8"))
+            if 'rel="canonical"' not in m.group(0)
+        ]
         assert not found, (html.relative_to(site), found)
