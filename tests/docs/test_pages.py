@@ -4,6 +4,7 @@ docs/cli.md."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from noetic import hookspecs
@@ -31,3 +32,13 @@ def test_every_cli_command_is_in_the_command_table() -> None:
     assert commands
     missing = [name for name in commands if f"| `noetic {name}" not in page]
     assert not missing, f"docs/cli.md's command table lacks {missing}"
+
+
+def test_the_readme_links_only_to_files_in_the_repository() -> None:
+    readme = DOCS.parent / "README.md"
+    targets = re.findall(r"\]\(([^)]+)\)", readme.read_text("utf-8"))
+    assert targets
+    outside = [t for t in targets if "://" in t or t.startswith(("/", "..", "mailto:"))]
+    assert not outside, f"README.md links outside the repository: {outside}"
+    missing = [t for t in targets if not (readme.parent / t.split("#", 1)[0]).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
