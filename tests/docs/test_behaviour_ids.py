@@ -12,7 +12,7 @@ BEHAVIOUR = ROOT / "docs" / "behaviour.md"
 RULE = re.compile(r"\b([A-Z]{2,4})-(\d+)(?:\.\.(?:\1-)?(\d+))?\b")
 #: Prefixes that look like rule ids but are not (encodings, checksums, hashes, standards).
 NOT_RULES = {"UTF", "CRC", "SHA", "ISO", "RFC", "PEP", "GPT", "HTTP"}
-SCANNED = ("packages", "tests", "docs", "examples", "README.md")
+SCANNED = ("packages", "tests", "docs", "examples", "bench", "scripts", "README.md")
 SUFFIXES = {".py", ".md", ".json", ".toml"}
 
 
