@@ -1,14 +1,20 @@
 """MkDocs hooks of the documentation site (`mkdocs.yml` names this file).
 
-The nav lists pages that other work streams add later (tracing, scale-out, the inspector). A nav
-entry whose page does not exist yet is dropped here, so `mkdocs build --strict` neither fails nor
-renders a dead link; the entry appears as soon as its page lands.
+- The nav lists pages that are added later (tracing, scale-out, the inspector). A nav entry
+  whose page does not exist yet is dropped, so `mkdocs build --strict` neither fails nor
+  renders a dead link; the entry appears as soon as its page lands.
+- On the behaviour page every rule definition (a line starting with the bold id, `**LY-5**`)
+  gets the anchor `#LY-5` when it was written without one, so `behaviour.md#LY-5` always works.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+
+#: A definition line written without its anchor: optional bullet, then the bold rule id.
+_BARE_DEFINITION = re.compile(r"^([ \t]*(?:[-*][ \t]+)?)\*\*([A-Z]{2,4}-\d+)\b", re.M)
 
 
 def _present(entry: Any, docs_dir: Path) -> Any:
@@ -31,3 +37,13 @@ def on_config(config: Any) -> Any:
     """Drop nav entries whose page is not in docs/ yet."""
     config["nav"] = _present(config["nav"], Path(config["docs_dir"]))
     return config
+
+
+def anchor_definitions(markdown: str) -> str:
+    """Put `<a id="ID"></a>` before each bold rule id that starts a line and has no anchor."""
+    return _BARE_DEFINITION.sub(lambda m: f'{m.group(1)}<a id="{m.group(2)}"></a>**{m.group(2)}', markdown)
+
+
+def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
+    """Anchor every rule definition of the behaviour page."""
+    return anchor_definitions(markdown) if page.file.src_uri == "behaviour.md" else markdown

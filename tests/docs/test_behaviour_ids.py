@@ -1,5 +1,6 @@
 """Every behaviour-rule id cited in the project (`LY-5`, `RS-4..RS-9`, …) is defined in
-docs/behaviour.md, each with its own anchor, so a citation always leads somewhere."""
+docs/behaviour.md, so a citation always leads somewhere; the built page has an anchor per id
+(tests/docs/test_site.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ RULE = re.compile(r"\b([A-Z]{2,4})-(\d+)(?:\.\.(?:\1-)?(\d+))?\b")
 NOT_RULES = {"UTF", "CRC", "SHA", "ISO", "RFC", "PEP", "GPT", "HTTP"}
 SCANNED = ("packages", "tests", "docs", "examples", "bench", "scripts", "README.md")
 SUFFIXES = {".py", ".md", ".json", ".toml"}
+#: A definition: at the start of a line (after an optional bullet and anchor), the bold id.
+DEFINITION = re.compile(r'^[ \t]*(?:[-*][ \t]+)?(?:<a id="[A-Z]{2,4}-\d+"></a>)?\*\*([A-Z]{2,4}-\d+)\b', re.M)
 
 
 def cited_ids(text: str) -> set[str]:
@@ -46,8 +49,19 @@ def test_cited_ids_expand_ranges_and_skip_look_alikes() -> None:
     }
 
 
-def test_every_cited_rule_id_is_defined_with_an_anchor() -> None:
-    defined = set(re.findall(r'<a id="([A-Z]{2,4}-\d+)"></a>\*\*\1\*\*', BEHAVIOUR.read_text("utf-8")))
+def defined_ids(text: str) -> list[str]:
+    """The ids a behaviour page defines: a bullet or paragraph that starts with the bold id
+    (an explicit `<a id="..."></a>` before it is optional: the site build adds missing ones)."""
+    return DEFINITION.findall(text)
+
+
+def test_definitions_are_found_in_either_written_form() -> None:
+    text = '- <a id="RS-4"></a>**RS-4** — a\n- **TU-2** — b\n\n**CTX-9 — c.** d\nsee **LY-5** here\n'
+    assert defined_ids(text) == ["RS-4", "TU-2", "CTX-9"]
+
+
+def test_every_cited_rule_id_is_defined() -> None:
+    defined = set(defined_ids(BEHAVIOUR.read_text("utf-8")))
     missing: dict[str, list[str]] = {}
     for path in _files():
         for rule in cited_ids(path.read_text("utf-8", errors="replace")) - defined:
@@ -56,5 +70,7 @@ def test_every_cited_rule_id_is_defined_with_an_anchor() -> None:
 
 
 def test_each_rule_is_defined_once() -> None:
-    anchors = re.findall(r'<a id="([A-Z]{2,4}-\d+)"></a>', BEHAVIOUR.read_text("utf-8"))
-    assert len(anchors) == len(set(anchors)) > 100
+    ids = defined_ids(BEHAVIOUR.read_text("utf-8"))
+    duplicates = sorted({rule for rule in ids if ids.count(rule) > 1})
+    assert not duplicates, f"defined more than once in docs/behaviour.md: {duplicates}"
+    assert len(ids) > 100

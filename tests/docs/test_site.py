@@ -48,3 +48,12 @@ def test_pages_load_nothing_from_another_host(site: Path) -> None:
             if 'rel="canonical"' not in m.group(0)
         ]
         assert not found, (html.relative_to(site), found)
+
+
+@pytest.mark.slow
+def test_the_behaviour_page_has_an_anchor_per_rule(site: Path) -> None:
+    text = (ROOT / "docs" / "behaviour.md").read_text("utf-8")
+    ids = re.findall(r'^[ \t]*(?:[-*][ \t]+)?(?:<a id="[^"]+"></a>)?\*\*([A-Z]{2,4}-\d+)\b', text, re.M)
+    html = (site / "behaviour" / "index.html").read_text("utf-8")
+    missing = [rule for rule in ids if f'id="{rule}"' not in html]
+    assert ids and not missing, missing
