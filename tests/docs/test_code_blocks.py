@@ -2,7 +2,7 @@
 
 Python blocks are found and run by `pytest-examples` (each block is written to its own file and
 run as `__main__` in a fresh module, in-process): the working directory is a fresh temporary
-folder and `OPENROUTER_API_KEY` is unset. In a block that shows output, every `print(...)` must
+folder, `OPENROUTER_API_KEY` is unset and no host but this machine resolves. In a block that shows output, every `print(...)` must
 be followed by its exact output as `#> ...` comment lines (`pytest tests/docs --update-examples`
 writes them); a block with no `#>` line is only run (its own `assert`s still hold). The one
 opt-out is the fence tag `{.python .requires-network}`, for blocks that talk to a real provider:
@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import re
 import shlex
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_examples.run_code
@@ -53,13 +55,28 @@ def _bash_blocks() -> Iterator[tuple[str, list[str]]]:
                 yield f"{path.relative_to(ROOT)}:{line_no}", commands
 
 
+#: The only hosts a docs block may resolve: this machine.
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", None}
+
+
+def _offline_getaddrinfo(real: Any) -> Any:
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if name not in LOCAL_HOSTS:
+            raise OSError(f"docs blocks run offline: {name!r} is not reachable from an example")
+        return real(host, *args, **kwargs)
+
+    return getaddrinfo
+
+
 @pytest.fixture
 def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh working directory and no API key, as a reader's first offline run would have."""
+    """A fresh working directory, no API key and no network, as an offline reader would have."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.setattr(socket, "getaddrinfo", _offline_getaddrinfo(socket.getaddrinfo))
     # pytest-examples installs each block as `__main__`; give pytest's own module back after.
     monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
     # Its synthetic traceback for a failing block breaks traceback formatting on Python 3.11
@@ -83,6 +100,12 @@ def test_python_block_runs_and_prints_what_it_shows(
         eval_example.run_print_check(example)
     else:  # a block that shows no output still has to run (and its asserts to hold)
         eval_example.run(example)
+
+
+def test_a_block_cannot_reach_the_network(isolated_cwd: Path) -> None:
+    with pytest.raises(OSError, match="docs blocks run offline"):
+        socket.getaddrinfo("openrouter.ai", 443)
+    assert socket.getaddrinfo("127.0.0.1", 80)
 
 
 def test_the_opt_out_tag_is_only_on_provider_blocks() -> None:
