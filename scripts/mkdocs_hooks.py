@@ -2,7 +2,8 @@
 
 - The nav lists pages that are added later (tracing, scale-out, the inspector). A nav entry
   whose page does not exist yet is dropped, so `mkdocs build --strict` neither fails nor
-  renders a dead link; the entry appears as soon as its page lands.
+  renders a dead link; the entry appears as soon as its page lands. A page in docs/ that the
+  nav does not list is added under "More", so no page is left unreachable.
 - On the behaviour page every rule definition (a line starting with the bold id, `**LY-5**`)
   gets the anchor `#LY-5` when it was written without one, so `behaviour.md#LY-5` always works.
 """
@@ -33,9 +34,24 @@ def _present(entry: Any, docs_dir: Path) -> Any:
     return entry
 
 
+def _listed(entry: Any) -> set[str]:
+    if isinstance(entry, str):
+        return {entry}
+    if isinstance(entry, dict):
+        return set().union(*(_listed(value) for value in entry.values()))
+    if isinstance(entry, list):
+        return set().union(*(_listed(item) for item in entry))
+    return set()
+
+
 def on_config(config: Any) -> Any:
-    """Drop nav entries whose page is not in docs/ yet."""
-    config["nav"] = _present(config["nav"], Path(config["docs_dir"]))
+    """Drop nav entries whose page is not in docs/ yet; list pages the nav forgot under More."""
+    docs_dir = Path(config["docs_dir"])
+    nav = _present(config["nav"], docs_dir) or []
+    listed = _listed(nav)
+    extra = sorted(p.relative_to(docs_dir).as_posix() for p in docs_dir.rglob("*.md"))
+    extra = [page for page in extra if page not in listed]
+    config["nav"] = [*nav, {"More": extra}] if extra else nav
     return config
 
 

@@ -32,10 +32,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-def test_every_docs_page_is_built(site: Path) -> None:
+def test_every_docs_page_is_built_and_in_the_nav(site: Path) -> None:
+    home = (site / "index.html").read_text("utf-8")
     for page in (ROOT / "docs").glob("*.md"):
         built = site / "index.html" if page.stem == "index" else site / page.stem / "index.html"
         assert built.is_file(), page.name
+        assert page.stem == "index" or f'href="{page.stem}/"' in home, f"{page.name} is not in the nav"
 
 
 @pytest.mark.slow
