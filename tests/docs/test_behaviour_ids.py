@@ -12,7 +12,7 @@ BEHAVIOUR = ROOT / "docs" / "behaviour.md"
 #: A rule id: two to four capitals, a dash, a number; a range `RS-4..RS-9` (or `RS-4..9`).
 RULE = re.compile(r"\b([A-Z]{2,4})-(\d+)(?:\.\.(?:\1-)?(\d+))?\b")
 #: Prefixes that look like rule ids but are not (encodings, checksums, hashes, standards).
-NOT_RULES = {"UTF", "CRC", "SHA", "ISO", "RFC", "PEP", "GPT", "HTTP"}
+NOT_RULES = {"UTF", "CRC", "SHA", "ISO", "RFC", "PEP", "GPT", "HTTP", "ECMA"}
 SCANNED = ("packages", "tests", "docs", "examples", "bench", "scripts", "README.md")
 SUFFIXES = {".py", ".md", ".json", ".toml"}
 #: A definition: at the start of a line (after an optional bullet and anchor), the bold id.
