@@ -6,7 +6,8 @@ folder, `OPENROUTER_API_KEY` is unset and no host but this machine resolves. In 
 be followed by its exact output as `#> ...` comment lines (`pytest tests/docs --update-examples`
 writes them); a block with no `#>` line is only run (its own `assert`s still hold). The one
 opt-out is the fence tag `{.python .requires-network}`, for blocks that talk to a real provider:
-those are only compiled. Shell blocks (```bash) whose every line is a `noetic` command run as
+those are only compiled. Shell blocks (```bash) whose every line is an offline `noetic` command
+(`--version`, `plugins`, `schema`, `validate`, `run`, `context`; no `openrouter` model) run as
 subprocesses from the repository root and must exit 0; other shell blocks are shown, not run.
 The conventions are described for contributors in docs/architecture.md.
 """
@@ -42,15 +43,27 @@ def _block_id(example: CodeExample) -> str:
     return f"{example.path.relative_to(ROOT)}:{example.start_line}"
 
 
+#: The subcommands a shell block may run: offline, finite, and harmless to the checkout.
+SAFE_COMMANDS = ("--version", "plugins", "schema", "validate", "run", "context")
+
+
+def _runnable(command: str) -> bool:
+    words = command.split()
+    return (
+        len(words) > 1 and words[0] == "noetic" and words[1] in SAFE_COMMANDS and "openrouter" not in command
+    )
+
+
 def _bash_blocks() -> Iterator[tuple[str, list[str]]]:
-    """Yield `(id, commands)` for each ```bash block made only of `noetic` commands."""
+    """Yield `(id, commands)` for each ```bash block made only of safe `noetic` commands."""
     fence = re.compile(r"^```(?:bash|sh|shell)[ \t]*\n(.*?)^```", re.M | re.S)
     for path in DOC_FILES:
         text = path.read_text(encoding="utf-8")
         for match in fence.finditer(text):
-            lines = [line.split(" #", 1)[0].strip() for line in match.group(1).splitlines()]
+            body = match.group(1)
+            lines = [line.split(" #", 1)[0].strip() for line in body.splitlines()]
             commands = [line for line in lines if line and not line.startswith("#")]
-            if commands and all(command.startswith("noetic ") for command in commands):
+            if commands and "\\\n" not in body and all(_runnable(command) for command in commands):
                 line_no = text.count("\n", 0, match.start()) + 1
                 yield f"{path.relative_to(ROOT)}:{line_no}", commands
 
@@ -100,6 +113,13 @@ def test_python_block_runs_and_prints_what_it_shows(
         eval_example.run_print_check(example)
     else:  # a block that shows no output still has to run (and its asserts to hold)
         eval_example.run(example)
+
+
+def test_only_offline_cli_commands_are_run() -> None:
+    assert _runnable("noetic validate examples/drain.json")
+    assert not _runnable("noetic worker --storage postgresql://db/agents my:agent")
+    assert not _runnable("noetic run doc.json --model openrouter:openai/gpt-4o-mini")
+    assert not _runnable("make docs")
 
 
 def test_a_block_cannot_reach_the_network(isolated_cwd: Path) -> None:
