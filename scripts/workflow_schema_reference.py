@@ -161,7 +161,8 @@ def render(schema: dict[str, Any]) -> str:
             parts.append(
                 "| kind | node |\n| --- | --- |\n"
                 + "\n".join(
-                    f"| `{definitions[n]['properties']['kind']['const']}` | [{n}]({_anchor(n)}) |" for n in names
+                    f"| `{definitions[n]['properties']['kind']['const']}` | [{n}]({_anchor(n)}) |"
+                    for n in names
                 )
                 + "\n"
             )
