@@ -25,7 +25,8 @@ def test_the_main_names_import_from_the_package_roots() -> None:
 
 
 @pytest.mark.parametrize(
-    "package", ["noetic_adapters_openrouter", "noetic_fs_fsspec", "noetic_layers_scratchpad"]
+    "package",
+    ["noetic_adapters_openrouter", "noetic_fs_fsspec", "noetic_layers_scratchpad", "noetic_durable_dbos"],
 )
 def test_every_exported_name_resolves(package: str) -> None:
     module = importlib.import_module(package)
