@@ -12,6 +12,7 @@ cancels every abortable operation in flight on this context (a blocked `recv`, a
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -133,6 +134,7 @@ class Context:
         "_scopes",
         "_started",
         "_step_count",
+        "_unbounded_holds",
         "context",
         "depth",
         "id",
@@ -190,6 +192,7 @@ class Context:
         self._cost = _ZERO
         self._billed = _ZERO
         self._held = _ZERO
+        self._unbounded_holds = 0  # holds whose ceiling is unknown (noetic.accounting, AC-3)
         self._completed = False
         self._completion_value: Any = None
         self._aborted = False
@@ -232,8 +235,9 @@ class Context:
 
     @property
     def held_cost(self) -> float:
-        """USD held at ceiling for cut-off paid calls without a settled bill (root only)."""
-        return float(self._held)
+        """USD held at ceiling for cut-off paid calls without a settled bill (root only);
+        infinite while a call with an unknown ceiling is held."""
+        return math.inf if self._unbounded_holds else float(self._held)
 
     @property
     def harness(self) -> AgentHarness:

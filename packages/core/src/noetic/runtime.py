@@ -7,9 +7,11 @@ calls through the `Billing` it hands to model adapters.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from noetic.accounting import accept_hold, log, usable_amount
 from noetic.execution_context import Context, to_decimal
 from noetic.items import Item, ItemLog
 from noetic.layers.runtime import LayerRuntime
@@ -34,18 +36,28 @@ class _Hold:
 
     def __init__(self, ctx: Context, amount: float):
         self._ctx = ctx
-        self.amount = amount
+        self.amount = accept_hold(amount)
         self._open = True
-        ctx.root._held += to_decimal(amount)
+        self._add(1)
+
+    def _add(self, sign: int) -> None:
+        root = self._ctx.root
+        if self.amount == math.inf:
+            root._unbounded_holds += sign
+        else:
+            root._held += sign * to_decimal(self.amount)
 
     def _close(self) -> bool:
         if not self._open:
             return False
         self._open = False
-        self._ctx.root._held -= to_decimal(self.amount)
+        self._add(-1)
         return True
 
     def settle(self, cost: float, billed_cost: float) -> None:
+        if not (usable_amount(cost) and usable_amount(billed_cost)):
+            log.warning("a settlement of %r / %r USD is unusable; the ceiling stays held", cost, billed_cost)
+            return
         if self._close():
             self._ctx._charge(to_decimal(cost), to_decimal(billed_cost))
 

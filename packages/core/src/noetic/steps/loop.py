@@ -136,6 +136,7 @@ class Loop(Step):
                 history=tuple(history),
                 depth=ctx.depth,
                 last_step_meta=ctx.last_step_meta,
+                held_cost=ctx.root.held_cost,
             )
             try:
                 verdict = await evaluate(self.until, snapshot)

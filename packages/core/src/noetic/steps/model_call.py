@@ -5,7 +5,8 @@ view, streams one model round (deltas go to the harness streams), appends the re
 (IL-6), and — when the model asked for tools — validates and runs every requested call of the
 round concurrently, appends the `function_call_output` items and calls the model again, until
 it answers without tool calls. The output is the last assistant text, or the structured value
-validated against `output=`. Token and cost figures of every round are charged to the context,
+validated against `output=`. Token and cost figures of every round, once `noetic.accounting`
+has accepted them, are charged to the context,
 even for a response that is then cut off by abort (the step then raises `cancelled`).
 """
 
@@ -18,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from noetic.accounting import accept_round
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import to_decimal
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
@@ -141,13 +143,12 @@ class CallModel(Step):
                 billing=run.billing(ctx),
             )
             response = await self._stream_round(adapter, request, ctx, round_no)
-            round_cost = to_decimal(response.cost)
-            round_billed = round_cost if response.billed_cost is None else to_decimal(response.billed_cost)
-            ctx._record_round(response.usage, round_cost, round_billed)
+            round_usage, round_cost, round_billed = accept_round(response, request.model_id)
+            ctx._record_round(round_usage, round_cost, round_billed)
             if layered is not None:
-                layered.note_round(response.usage)
-                rounds.append(response.usage)
-            usage = response.usage if round_no == 0 else _add_usage(usage, response.usage)
+                layered.note_round(round_usage)
+                rounds.append(round_usage)
+            usage = round_usage if round_no == 0 else _add_usage(usage, round_usage)
             cost += round_cost
             billed += round_billed
             for item in response.items:
