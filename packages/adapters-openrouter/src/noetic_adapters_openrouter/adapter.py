@@ -83,6 +83,9 @@ class _Call:
 class OpenRouterModel:
     """A model on OpenRouter (see the module docstring). Build it with `OpenRouterProvider.model`."""
 
+    #: The GenAI provider name traces carry (`gen_ai.provider.name`).
+    provider_name = "openrouter"
+
     def __init__(
         self,
         provider: OpenRouterProvider,

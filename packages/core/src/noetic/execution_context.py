@@ -24,6 +24,7 @@ import anyio
 from noetic.errors import cancelled
 from noetic.ids import new_execution_id
 from noetic.items import ItemLog
+from noetic.tracing import INVALID_SPAN, Span, end_context
 from noetic.usage import LastLayerUsage, RoundUsage, StepMeta, TokenUsage
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from noetic.layers.frame import LayerFrame
     from noetic.runtime import Execution
 
-__all__ = ["Context", "Span", "to_decimal"]
+__all__ = ["Context", "to_decimal"]
 
 T = TypeVar("T")
 _ZERO = Decimal(0)
@@ -45,28 +46,6 @@ def to_decimal(value: float | Decimal | None) -> Decimal:
     if value is None:
         return _ZERO
     return value if isinstance(value, Decimal) else Decimal(repr(value))
-
-
-class Span:
-    """A light observability span: attributes and events, kept in memory.
-
-    Export to a tracing backend is a plugin's job; the runtime only records.
-    """
-
-    __slots__ = ("attributes", "events", "name")
-
-    def __init__(self, name: str):
-        self.name = name
-        self.attributes: dict[str, Any] = {}
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def set_attribute(self, key: str, value: Any) -> None:
-        """Set one attribute."""
-        self.attributes[key] = value
-
-    def add_event(self, name: str, attributes: Mapping[str, Any] | None = None) -> None:
-        """Record a named event."""
-        self.events.append((name, dict(attributes or {})))
 
 
 class Abortable:
@@ -181,7 +160,9 @@ class Context:
         self._layers: LayerFrame | None = None if parent is None else parent._layers
         self.thread_id = thread_id or (parent.thread_id if parent else execution.thread_id)
         self.resource_id = resource_id or (parent.resource_id if parent else execution.resource_id)
-        self.span = Span(self.id)
+        #: This context's OpenTelemetry span: the turn's for a root, its own for a spawn child
+        #: or parallel path (see `noetic.tracing`); a non-recording span when not tracing.
+        self.span = INVALID_SPAN
         self.last_step_meta = None
         self._layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None
         self._started = time.monotonic()
@@ -365,11 +346,13 @@ class Context:
             node = node.parent
 
     def _roll_up(self) -> None:
-        """TU-7: add this child's tokens and spend to its parent (once, on return)."""
+        """TU-7: add this child's tokens and spend to its parent (once, on return); its span ends."""
         parent = self.parent
         if parent is None or self._rolled_up:
             return
         self._rolled_up = True
+        if self.span is not INVALID_SPAN:
+            end_context(self.span, self)
         parent._children.discard(self)
         parent._in += self._in
         parent._out += self._out

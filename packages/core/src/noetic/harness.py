@@ -38,9 +38,12 @@ from noetic.steps.base import Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streams import StreamEvent, TurnStream, items_from_events
 from noetic.tools import Tool
+from noetic.tracing import Tracing
 from noetic.usage import LastLayerUsage, RoundUsage
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from noetic.durable.items import Declarations
     from noetic.durable.ledger import StepLedgerRetention
     from noetic.durable.recorder import Restored
@@ -172,6 +175,9 @@ class AgentHarness:
     `channel_timeout` is the default wait of channel `recv` and parked `send` (seconds).
     `context_cache` configures prompt-cache anchoring (a `ContextCacheConfig` or a dict such as
     `{"enabled": False}`); `projection` is the token budget of model steps that set none.
+    Runs are traced with OpenTelemetry (`noetic.tracing`): to the global tracer provider, or
+    `tracer_provider`; `tracing=False` switches spans off and `trace_content=True` records
+    message content in them.
     """
 
     def __init__(
@@ -191,6 +197,9 @@ class AgentHarness:
         projection: Projection | Mapping[str, Any] | None = None,
         plugins: NoeticPluginManager | Iterable[object] | None = None,
         channel_timeout: float = 30.0,
+        tracer_provider: TracerProvider | None = None,
+        tracing: bool = True,
+        trace_content: bool = False,
     ):
         if not isinstance(name, str) or not name.strip():
             raise NoeticConfigError(
@@ -234,6 +243,7 @@ class AgentHarness:
         self._scope_type: type[anyio.CancelScope] | None = None
         self._background = 0
         self._background_idle: anyio.Event | None = None
+        self._tracing = Tracing(tracer_provider, enabled=tracing, content=trace_content)
 
     # --- configuration ----------------------------------------------------------------------
 
@@ -570,6 +580,7 @@ class AgentHarness:
         run.emit("turn_started", {"turn_id": turn_id, "thread_id": session.thread_id, "execution_id": ctx.id})
         first_item = len(session.log) if restored is None else restored.snapshot.first_item
         frame = reset_frame()
+        span_token = run.open_root_span(ctx, resumed=restored is not None)
         output: Any = None
         error: NoeticError | None = None
         try:
@@ -585,11 +596,14 @@ class AgentHarness:
             raise
         finally:
             restore_frame(frame)
-            if run.recorder is None and run.layers.root is None:  # nothing in the finish can block
-                await self._finish_turn(run, session, tickets, output, error, first_item, started)
-            else:
-                with anyio.CancelScope(shield=True):
+            try:
+                if run.recorder is None and run.layers.root is None:  # nothing in the finish can block
                     await self._finish_turn(run, session, tickets, output, error, first_item, started)
+                else:
+                    with anyio.CancelScope(shield=True):
+                        await self._finish_turn(run, session, tickets, output, error, first_item, started)
+            finally:
+                run.end_root_span(ctx, span_token, error)
 
     async def _finish_turn(
         self,

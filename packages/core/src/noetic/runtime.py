@@ -17,6 +17,7 @@ from noetic.items import Item, ItemLog
 from noetic.layers.runtime import LayerRuntime
 from noetic.model import ReasoningDelta, TextDelta
 from noetic.streams import StreamEvent, TurnStream
+from noetic.tracing import end_span, open_span, total_attributes
 
 if TYPE_CHECKING:
     from noetic.durable.ledger import LedgerWrite, StepLedger
@@ -94,6 +95,8 @@ class Execution:
         "resource_id",
         "root",
         "thread_id",
+        "trace_content",
+        "tracer",
         "turn_id",
     )
 
@@ -119,6 +122,9 @@ class Execution:
         #: The layer lifecycle of this execution (init, teardown, children, cancel, state
         #: export/import for checkpoints).
         self.layers = LayerRuntime(self)
+        #: The OpenTelemetry tracer of this execution; None when nothing records (`noetic.tracing`).
+        self.tracer = harness._tracing.tracer()
+        self.trace_content = harness._tracing.content
 
     # --- events -----------------------------------------------------------------------------
 
@@ -143,11 +149,55 @@ class Execution:
 
     # --- contexts ---------------------------------------------------------------------------
 
-    def child_context(self, parent: Context, *, item_log: ItemLog, state: Any) -> Context:
-        """A child of `parent` (spawn child or parallel path) whose appends are streamed."""
+    def child_context(
+        self, parent: Context, *, item_log: ItemLog, state: Any, label: str = "child"
+    ) -> Context:
+        """A child of `parent` (spawn child or parallel path) whose appends are streamed; when
+        tracing, its span `context {label}` opens under the current span (it ends on roll-up)."""
         child = Context(self, parent=parent, item_log=item_log, state=state)
         self.watch_log(child)
+        tracer = self.tracer
+        if tracer is not None:
+            span = child.span = tracer.start_span(f"context {label}")
+            if span.is_recording():
+                span.set_attributes(
+                    {
+                        "noetic.context.id": child.id,
+                        "noetic.context.parent_id": parent.id,
+                        "noetic.context.depth": child.depth,
+                    }
+                )
         return child
+
+    def open_root_span(self, ctx: Context, *, resumed: bool) -> object | None:
+        """Start the execution's `invoke_agent` span as the root context's span and make it
+        current; returns the token for `end_root_span` (None when not tracing)."""
+        tracer = self.tracer
+        if tracer is None:
+            return None
+        span, token = open_span(tracer, f"invoke_agent {self.harness.name}")
+        ctx.span = span
+        if span.is_recording():
+            span.set_attributes(
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": self.harness.name,
+                    "noetic.execution.id": ctx.id,
+                    "noetic.thread.id": self.thread_id,
+                    "noetic.turn.id": self.turn_id,
+                    "noetic.resumed": resumed,
+                }
+            )
+        return token
+
+    def end_root_span(self, ctx: Context, token: object | None, error: BaseException | None) -> None:
+        """End the span `open_root_span` started, with the execution's totals."""
+        if token is None:
+            return
+        span = ctx.span
+        if span.is_recording():
+            total_attributes(span, ctx._in, ctx._out, ctx.cost, ctx.billed_cost, ctx.held_cost)
+        end_span(span, token, error)
 
     def billing(self, ctx: Context) -> RuntimeBilling:
         """The paid-call accounting handle for a model call on `ctx`."""

@@ -3,8 +3,9 @@
 A step is a tagged value (`kind`, `id`) with an async `run(input, ctx)`; `execute(step, input,
 ctx)` wraps every run with what all steps share: the abort check, `step_count`, the ledger path
 key (RS-2), replay from the step ledger (RS-4), `step_started` / `step_completed` events, the
-custom-item dispatch (CI-5), wrapping user exceptions as `step_failed`, and the automatic
-checkpoint after a completed step (RS-16).
+custom-item dispatch (CI-5), wrapping user exceptions as `step_failed`, the automatic
+checkpoint after a completed step (RS-16), and — when tracing — the step's span
+(`noetic.tracing`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
+from noetic.tracing import Span, end_span, open_span, step_attributes
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
@@ -144,14 +146,34 @@ async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = No
     """Run `step` on `ctx` with the shared step semantics; returns the step's output."""
     if ctx._aborted:
         raise cancelled(ctx._abort_reason)
-    run = ctx._exec
     if path is None:
         path = current_frame().child_path(step.id)
+    tracer = ctx._exec.tracer
+    if tracer is None:
+        return await _execute(step, input, ctx, path, None)
+    # A context's first step hangs under the context's own span (a spawn child, a parallel
+    # path, the turn); later ones under whatever step of that context is running them.
+    span, token = open_span(tracer, f"{step.kind} {step.id}", ctx.span if ctx._step_count == 0 else None)
+    if span.is_recording():
+        step_attributes(span, step.kind, step.id, path, ctx.id)
+    try:
+        output = await _execute(step, input, ctx, path, span)
+    except BaseException as exc:
+        end_span(span, token, exc)
+        raise
+    end_span(span, token)
+    return output
+
+
+async def _execute(step: Step, input: Any, ctx: Context, path: str, span: Span | None) -> Any:
+    run = ctx._exec
     ctx._step_count += 1
     ledger = run.ledger
     if ledger is not None:
         found, output = ledger.replay(path, step, ctx)
         if found:
+            if span is not None:
+                span.set_attribute("noetic.replayed", True)
             return output
         mark = ledger.mark(ctx)
     emit = run.emit

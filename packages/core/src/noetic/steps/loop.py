@@ -24,6 +24,7 @@ from noetic.predicates import LoopSnapshot, Until, Verdict, evaluate
 from noetic.schema import to_jsonable
 from noetic.steps.base import Step, call_user, execute
 from noetic.steps.flow import ensure_steps
+from noetic.tracing import IterationSpans
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
@@ -97,6 +98,19 @@ class Loop(Step):
         return self.steps
 
     async def run(self, input: Any, ctx: Context) -> Any:
+        tracer = ctx._exec.tracer
+        if tracer is None:
+            return await self._iterate(input, ctx, None)
+        spans = IterationSpans(tracer)
+        try:
+            output = await self._iterate(input, ctx, spans)
+        except BaseException as exc:
+            spans.close(exc)
+            raise
+        spans.close()
+        return output
+
+    async def _iterate(self, input: Any, ctx: Context, spans: IterationSpans | None) -> Any:
         current = input
         last: Any = _MISSING
         history: deque[Any] = deque(maxlen=_HISTORY)
@@ -107,6 +121,8 @@ class Loop(Step):
             if ctx._aborted:
                 raise cancelled(ctx._abort_reason)
             attempts += 1
+            if spans is not None:
+                spans.next()
             if attempts > self.max_iterations:
                 raise NoeticError(
                     "step_failed",
@@ -142,6 +158,8 @@ class Loop(Step):
                 verdict = await evaluate(self.until, snapshot)
             except Exception as exc:  # noqa: BLE001 - LP-2: a raising predicate stops the loop
                 verdict = Verdict(True, f"Predicate error: {exc}")
+            if spans is not None:
+                spans.verdict(verdict.stop, verdict.reason)
             if verdict.stop:
                 return last
             current = await self._next(output, verdict, ctx)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
+from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,16 @@ from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDel
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import Step
 from noetic.tools import Tool, run_tool_call
+from noetic.tracing import (
+    end_span,
+    layer_attributes,
+    open_span,
+    round_request_attributes,
+    round_response_attributes,
+    tool_attributes,
+)
 from noetic.usage import RoundUsage, StepMeta, add_optional
+from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
@@ -142,9 +152,9 @@ class CallModel(Step):
                 thread_id=ctx.thread_id,
                 billing=run.billing(ctx),
             )
-            response = await self._stream_round(adapter, request, ctx, round_no)
-            round_usage, round_cost, round_billed = accept_round(response, request.model_id)
-            ctx._record_round(round_usage, round_cost, round_billed)
+            response, round_usage, round_cost, round_billed = await self._round(
+                adapter, request, ctx, round_no, layered
+            )
             if layered is not None:
                 layered.note_round(round_usage)
                 rounds.append(round_usage)
@@ -226,6 +236,49 @@ class CallModel(Step):
     def _output_json_schema(self) -> Mapping[str, Any] | None:
         return self.output.json_schema if self.output is not None else None
 
+    async def _round(
+        self,
+        adapter: ModelAdapter,
+        request: ModelRequest,
+        ctx: Context,
+        round_no: int,
+        layered: LayeredCall | None,
+    ) -> tuple[ModelResponse, RoundUsage, Decimal, Decimal]:
+        """Stream one round and charge its accepted figures to the context, in a `chat` span
+        when tracing."""
+        tracer = ctx._exec.tracer
+        if tracer is None:
+            response = await self._stream_round(adapter, request, ctx, round_no)
+            usage, cost, billed = accept_round(response, request.model_id)
+            ctx._record_round(usage, cost, billed)
+            return response, usage, cost, billed
+        content = ctx._exec.trace_content
+        span, token = open_span(tracer, f"chat {request.model_id}", kind=SpanKind.CLIENT)
+        try:
+            if span.is_recording():
+                provider = getattr(adapter, "provider_name", None) or type(adapter).__name__
+                round_request_attributes(span, request, provider, round_no, self.id, content)
+            response = await self._stream_round(adapter, request, ctx, round_no)
+            usage, cost, billed = accept_round(response, request.model_id)
+            ctx._record_round(usage, cost, billed)
+            if span.is_recording():
+                calls = any(isinstance(i, FunctionCallItem) for i in response.items)
+                held = ctx.root.held_cost
+                finish = "tool_calls" if calls else "stop"
+                round_response_attributes(
+                    span, response, usage, float(cost), float(billed), held, finish, content
+                )
+                if layered is not None:
+                    base = window_usage(
+                        ctx.id, adapter.model_id, request.instructions, request.tools, history=()
+                    )
+                    layer_attributes(span, layered.usage(base))
+        except BaseException as exc:
+            end_span(span, token, exc)
+            raise
+        end_span(span, token)
+        return response, usage, cost, billed
+
     async def _stream_round(
         self, adapter: ModelAdapter, request: ModelRequest, ctx: Context, round_no: int
     ) -> ModelResponse:
@@ -259,7 +312,11 @@ class CallModel(Step):
 
         async def one(index: int, call: FunctionCallItem) -> None:
             run.emit("tool_call_started", {"call_id": call.call_id, "name": call.name})
-            item, is_error = await run_tool_call(call, tools, ctx)
+            tracer = run.tracer
+            if tracer is None:
+                item, is_error = await run_tool_call(call, tools, ctx)
+            else:
+                item, is_error = await _traced_tool_call(tracer, call, tools, ctx)
             outputs[index] = item
             run.emit("tool_call_completed", {"call_id": call.call_id, "name": call.name, "error": is_error})
 
@@ -285,6 +342,28 @@ class CallModel(Step):
                 schema=self.output.json_schema,
                 step_id=self.id,
             ) from None
+
+
+async def _traced_tool_call(
+    tracer: Tracer, call: FunctionCallItem, tools: Mapping[str, Tool], ctx: Context
+) -> tuple[FunctionCallOutputItem, bool]:
+    """`run_tool_call` inside an `execute_tool` span."""
+    content = ctx._exec.trace_content
+    span, token = open_span(tracer, f"execute_tool {call.name}")
+    try:
+        if span.is_recording():
+            tool_attributes(span, call.name, call.call_id, call.arguments, content)
+        item, is_error = await run_tool_call(call, tools, ctx)
+        if span.is_recording():
+            if is_error:
+                span.set_status(Status(StatusCode.ERROR, "the tool call failed"))
+            if content:
+                span.set_attribute("gen_ai.tool.call.result", item.output)
+    except BaseException as exc:
+        end_span(span, token, exc)
+        raise
+    end_span(span, token)
+    return item, is_error
 
 
 def _add_usage(a: RoundUsage, b: RoundUsage) -> RoundUsage:
