@@ -177,7 +177,11 @@ class Execution:
             return None
         span, token = open_span(tracer, f"invoke_agent {self.harness.name}")
         ctx.span = span
-        if span.is_recording():
+        if not span.is_recording():
+            # Sampled out: its descendants would be too (parent-based sampling), so this
+            # execution opens no further spans. The root stays current for user spans.
+            self.tracer = None
+        else:
             span.set_attributes(
                 {
                     "gen_ai.operation.name": "invoke_agent",

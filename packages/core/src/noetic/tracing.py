@@ -9,7 +9,7 @@ switches them off. The trace tree mirrors the execution tree:
         context {label}               a spawn child or an `in_parallel` path (its `ctx.span`)
         iteration {n}                 a loop iteration, its verdict as a `noetic.loop.verdict` event
         chat {model}                  a model round, with the GenAI semantic conventions
-          execute_tool {name}         a tool call of that round
+        execute_tool {name}           a tool call the round asked for (beside its round)
 
 A step replayed from the ledger on resume has a span marked `noetic.replayed` that adds no
 billed cost; a step that fails or is cancelled ends with an error status and the reason.
@@ -18,8 +18,9 @@ with `AgentHarness(trace_content=True)`; no span ever holds a credential.
 
 Cost when nothing records: each execution asks the provider once; with no provider
 configured (the API's `ProxyTracerProvider`), a `NoOpTracerProvider`, or `tracing=False`, the
-execution has no tracer and every hook below is skipped on a single `is None` test. When a
-tracer exists but a span is not recording (a sampler dropped it), no attribute is computed.
+execution has no tracer and every hook below is skipped on a single `is None` test. When the
+sampler drops an execution's root span, the execution opens no further spans (their parent
+was not sampled); a span that is not recording for another reason gets no attribute computed.
 """
 
 from __future__ import annotations
