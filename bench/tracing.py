@@ -9,14 +9,20 @@ one tool call) of `subjects.noetic_subject` under four settings, reported as rat
   exporter that discards them, so the figure is Noetic's and the SDK's, not an exporter's.
 
     uv run python bench/tracing.py [ROUND_TRIPS]      # default 400; the machine is shared
+    uv run python bench/tracing.py --instructions     # needs valgrind; deterministic
 
 Times are CPU time of this process. Settings are interleaved over several repetitions and the
-fastest repetition of each is kept (the one least disturbed by other load on a shared machine).
+fastest repetition of each is kept (the one least disturbed by other load on a shared machine). `--instructions` counts
+instructions instead, with valgrind's cachegrind: each setting runs 20 and 220 round trips in
+a child process and the difference, per model round, is what 200 round trips cost — a count
+that load on the machine does not change.
 """
 
 from __future__ import annotations
 
 import gc
+import re
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -80,5 +86,35 @@ async def main(trips: int) -> None:
         print(f"  {name:<13} {best * 1e6:7.1f} µs   x{best / base:.3f}")
 
 
+async def run_setting(name: str, trips: int) -> None:
+    async with nt.AgentHarness("bench", agent_graph=_agent(), model=FakeModel(), **SETTINGS[name]) as h:
+        for i in range(trips):
+            await h.run(QUESTION, thread_id=f"t{i}")
+
+
+def instructions(name: str, trips: int) -> int:
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    done = subprocess.run(
+        [*command, sys.executable, __file__, "--child", name, str(trips)], capture_output=True, text=True
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"cachegrind gave no count for {name}: {done.stderr[-400:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def count_instructions() -> None:
+    per_round = {name: (instructions(name, 220) - instructions(name, 20)) / 400 for name in SETTINGS}
+    base = per_round["off"]
+    print("instructions per model round (cachegrind; ratio to tracing=False)")
+    for name, count in per_round.items():
+        print(f"  {name:<13} {count:9,.0f}   x{count / base:.3f}")
+
+
 if __name__ == "__main__":
-    anyio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 400)
+    if sys.argv[1:2] == ["--child"]:
+        anyio.run(run_setting, sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1:2] == ["--instructions"]:
+        count_instructions()
+    else:
+        anyio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 400)

@@ -414,3 +414,27 @@ async def test_a_sampled_out_execution_opens_no_further_spans() -> None:
     async with nt.AgentHarness("h", agent_graph=nt.run_code("g", grab), tracer_provider=provider) as h:
         await h.run("x")
     assert tracers == [None]
+
+
+async def test_a_layered_round_records_how_its_window_was_composed(traces: Traces) -> None:
+    from noetic.layers import ContextLayer, LayerContext
+
+    class Notes(ContextLayer):
+        id = "notes"
+        slot = 100
+
+        async def recall(self, ctx: LayerContext, budget: float) -> str:
+            return "Remember: the user prefers metric units."
+
+    model = ScriptedModel([text_reply("ok")])
+    async with nt.AgentHarness(
+        "h", agent_graph=nt.call_model("a"), model=model, layers=[Notes()], tracer_provider=traces.provider
+    ) as h:
+        response = await h.run("question")
+    usage = response.last_layer_usage
+    assert usage is not None
+    attributes = traces.one("chat scripted").attributes or {}
+    assert attributes["noetic.layers.ids"] == ("notes",)
+    assert attributes["noetic.layers.tokens"] == tuple(e.token_count for e in usage.layers)
+    assert attributes["noetic.layers.placement"] == tuple(e.placement for e in usage.layers)
+    assert attributes["noetic.layers.total_tokens"] == usage.total_used_tokens

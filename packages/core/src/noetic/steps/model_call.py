@@ -152,8 +152,10 @@ class CallModel(Step):
                 thread_id=ctx.thread_id,
                 billing=run.billing(ctx),
             )
-            response, round_usage, round_cost, round_billed = await self._round(
-                adapter, request, ctx, round_no, layered
+            response, round_usage, round_cost, round_billed = await (
+                self._stream_round(adapter, request, ctx, round_no)
+                if run.tracer is None
+                else self._traced_round(adapter, request, ctx, round_no, layered)
             )
             if layered is not None:
                 layered.note_round(round_usage)
@@ -236,7 +238,7 @@ class CallModel(Step):
     def _output_json_schema(self) -> Mapping[str, Any] | None:
         return self.output.json_schema if self.output is not None else None
 
-    async def _round(
+    async def _traced_round(
         self,
         adapter: ModelAdapter,
         request: ModelRequest,
@@ -244,23 +246,16 @@ class CallModel(Step):
         round_no: int,
         layered: LayeredCall | None,
     ) -> tuple[ModelResponse, RoundUsage, Decimal, Decimal]:
-        """Stream one round and charge its accepted figures to the context, in a `chat` span
-        when tracing."""
+        """`_stream_round` inside a `chat {model}` span carrying the GenAI attributes."""
         tracer = ctx._exec.tracer
-        if tracer is None:
-            response = await self._stream_round(adapter, request, ctx, round_no)
-            usage, cost, billed = accept_round(response, request.model_id)
-            ctx._record_round(usage, cost, billed)
-            return response, usage, cost, billed
+        assert tracer is not None
         content = ctx._exec.trace_content
         span, token = open_span(tracer, f"chat {request.model_id}", kind=SpanKind.CLIENT)
         try:
             if span.is_recording():
                 provider = getattr(adapter, "provider_name", None) or type(adapter).__name__
                 round_request_attributes(span, request, provider, round_no, self.id, content)
-            response = await self._stream_round(adapter, request, ctx, round_no)
-            usage, cost, billed = accept_round(response, request.model_id)
-            ctx._record_round(usage, cost, billed)
+            response, usage, cost, billed = await self._stream_round(adapter, request, ctx, round_no)
             if span.is_recording():
                 calls = any(isinstance(i, FunctionCallItem) for i in response.items)
                 held = ctx.root.held_cost
@@ -281,7 +276,8 @@ class CallModel(Step):
 
     async def _stream_round(
         self, adapter: ModelAdapter, request: ModelRequest, ctx: Context, round_no: int
-    ) -> ModelResponse:
+    ) -> tuple[ModelResponse, RoundUsage, Decimal, Decimal]:
+        """Stream one round, then charge its figures, once accepted, to the context."""
         run = ctx._exec
         run.emit("model_call_started", {"step_id": self.id, "model_id": request.model_id, "round": round_no})
         response: ModelResponse | None = None
@@ -298,11 +294,13 @@ class CallModel(Step):
                 f"model {request.model_id!r} ended its stream without a final response",
                 step_id=self.id,
             )
+        usage, cost, billed = accept_round(response, request.model_id)
+        ctx._record_round(usage, cost, billed)
         run.emit(
             "model_call_completed",
-            {"step_id": self.id, "model_id": response.model_id or request.model_id, "usage": response.usage},
+            {"step_id": self.id, "model_id": response.model_id or request.model_id, "usage": usage},
         )
-        return response
+        return response, usage, cost, billed
 
     async def _run_tools(
         self, calls: list[FunctionCallItem], tools: Mapping[str, Tool], ctx: Context
