@@ -72,7 +72,7 @@ def sse(*events: Any) -> bytes:
 
 
 async def run_agent(
-    base_url: str, graph: nt.Step | None = None, **options: Any
+    base_url: str, graph: nt.Step | None = None, *, api: str = "chat", **options: Any
 ) -> tuple[nt.AgentHarness, Any]:
     provider = OpenRouterProvider(
         api_key=KEY,
@@ -82,7 +82,7 @@ async def run_agent(
         **options,
     )
     async with provider:
-        model = provider.model(MODEL, api="chat")
+        model = provider.model(MODEL, api=api)  # type: ignore[arg-type]
         harness = nt.AgentHarness("hostile", agent_graph=graph or nt.call_model("answer"), model=model)
         with anyio.fail_after(WALL_CLOCK):
             async with harness:
@@ -184,6 +184,34 @@ async def test_impossible_shapes_never_surface_as_python_errors(chunk: dict[str,
     if isinstance(outcome, NoeticError):
         assert outcome.code == "model_stream_error", outcome
     else:  # an ignorable oddity: the round still ended with a response
+        assert outcome.text == ""
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        [{"type": "function_call", "call_id": "c1", "name": "", "arguments": "{}"}],
+        [{"type": "function_call", "call_id": "c1", "name": 5, "arguments": {"a": 1}}],
+        [{"type": "message", "role": 5, "content": "x"}, 5, None, "text"],
+        [{"type": "reasoning", "summary": 5}],
+    ],
+)
+async def test_impossible_responses_output_never_surfaces_as_python_errors(output: list[Any]) -> None:
+    """A nameless function call would otherwise loop the tool rounds until their limit."""
+
+    async def answer(_: str, stream: anyio.abc.ByteStream) -> None:
+        final = {
+            "type": "response.completed",
+            "response": {"id": "g", "status": "completed", "output": output},
+        }
+        await send(stream, 200, "text/event-stream", sse(final))
+
+    async with hostile_server(answer) as url:
+        _, outcome = await run_agent(url, api="responses")
+    if isinstance(outcome, NoeticError):
+        assert outcome.code == "model_stream_error", outcome
+        assert "has no name" in outcome.message
+    else:  # unreadable items are kept verbatim as extension items; the turn ends normally
         assert outcome.text == ""
 
 
