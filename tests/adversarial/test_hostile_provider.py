@@ -40,7 +40,18 @@ async def hostile_server(answer: Answer, models: Any = None) -> AsyncIterator[st
                     data += await stream.receive()
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
                     return
-            head = data.partition(b"\r\n\r\n")[0].decode("latin-1")
+            head_bytes, _, body = data.partition(b"\r\n\r\n")
+            head = head_bytes.decode("latin-1")
+            length = next(
+                (
+                    int(ln.split(":")[1])
+                    for ln in head.split("\r\n")
+                    if ln.lower().startswith("content-length:")
+                ),
+                0,
+            )
+            while len(body) < length:  # read the whole request: closing on unread data resets the connection
+                body += await stream.receive()
             auth = next((ln for ln in head.split("\r\n") if ln.lower().startswith("authorization:")), "")
             target = head.split("\r\n")[0]
             if " /api/v1/models" in target:
@@ -227,3 +238,30 @@ async def test_keepalives_forever_end_at_the_deadline() -> None:
     assert isinstance(outcome, NoeticError)
     assert outcome.code == "model_stream_error"
     assert "total deadline" in outcome.message
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "body"),
+    [
+        (200, "text/event-stream", b"data: " + b"[" * 200_000 + b"\n\n"),
+        (200, "application/json", b'{"a":' * 100_000),
+        (400, "application/json", b'{"error":' + b"[" * 100_000 + b"}"),
+    ],
+    ids=["sse-event", "json-body", "error-body"],
+)
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_json_nested_beyond_the_decoder_is_a_clear_error(
+    status: int, kind: str, body: bytes, api: str
+) -> None:
+    """The JSON decoder recurses per level: 100k-deep data must not escape as RecursionError."""
+
+    async def answer(_: str, stream: anyio.abc.ByteStream) -> None:
+        await send(stream, status, kind, body)
+
+    async with hostile_server(answer) as url:
+        _, outcome = await run_agent(url, api=api)
+    assert isinstance(outcome, NoeticError), outcome
+    expected = "model_error" if status == 400 else "model_stream_error"
+    assert outcome.code == expected
+    if status == 200:
+        assert "nested too deeply" in outcome.message

@@ -265,6 +265,8 @@ class OpenRouterModel:
             payload = json.loads(raw)
         except ValueError:
             raise SseError("the response body is not JSON") from None
+        except RecursionError:  # the decoder recurses per nesting level
+            raise SseError("the response body is nested too deeply to decode") from None
         if not isinstance(payload, Mapping):
             raise SseError("the response body is not a JSON object")
         return payload

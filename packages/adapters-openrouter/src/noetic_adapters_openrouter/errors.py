@@ -207,6 +207,6 @@ def _code(
 def _json(body: bytes) -> Mapping[str, Any] | None:
     try:
         value = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to decode
         return None
     return value if isinstance(value, Mapping) else None
