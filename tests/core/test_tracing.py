@@ -438,3 +438,19 @@ async def test_a_layered_round_records_how_its_window_was_composed(traces: Trace
     assert attributes["noetic.layers.tokens"] == tuple(e.token_count for e in usage.layers)
     assert attributes["noetic.layers.placement"] == tuple(e.placement for e in usage.layers)
     assert attributes["noetic.layers.total_tokens"] == usage.total_used_tokens
+
+
+async def test_a_turn_is_a_child_of_the_callers_span(traces: Traces) -> None:
+    """The harness runs turns in its own task; the caller's current span still parents them."""
+    tracer = traces.provider.get_tracer("app")
+    async with nt.AgentHarness(
+        "h", agent_graph=nt.run_code("echo", lambda v: v), tracer_provider=traces.provider
+    ) as h:
+        with tracer.start_as_current_span("handle request"):
+            await h.run("x")
+        await h.run("y")  # no caller span: a trace of its own
+    request = traces.one("handle request")
+    first, second = traces.named("invoke_agent h")
+    assert traces.parent_of(first) == request
+    assert first.context.trace_id == request.context.trace_id
+    assert second.parent is None

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+from opentelemetry import context as otel_context
 
 from noetic.channels import ChannelStore
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
@@ -106,6 +107,7 @@ class _Ticket:
         "response",
         "restored",
         "state",
+        "trace_parent",
     )
 
     def __init__(
@@ -121,6 +123,8 @@ class _Ticket:
         self.resource_id = resource_id
         self.state = state
         self.restored = restored
+        #: The caller's OpenTelemetry context: the turn's span becomes a child of its span.
+        self.trace_parent = otel_context.get_current()
         self.finished = False
         self._waiter: anyio.Event | None = None
         self.response: HarnessResponse | None = None
@@ -580,7 +584,7 @@ class AgentHarness:
         run.emit("turn_started", {"turn_id": turn_id, "thread_id": session.thread_id, "execution_id": ctx.id})
         first_item = len(session.log) if restored is None else restored.snapshot.first_item
         frame = reset_frame()
-        span_token = run.open_root_span(ctx, resumed=restored is not None)
+        span_token = run.open_root_span(ctx, first.trace_parent, resumed=restored is not None)
         output: Any = None
         error: NoeticError | None = None
         try:

@@ -20,6 +20,8 @@ from noetic.streams import StreamEvent, TurnStream
 from noetic.tracing import end_span, open_span, total_attributes
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context as OtelContext
+
     from noetic.durable.ledger import LedgerWrite, StepLedger
     from noetic.durable.recorder import Recorder
     from noetic.harness import AgentHarness
@@ -169,13 +171,14 @@ class Execution:
                 )
         return child
 
-    def open_root_span(self, ctx: Context, *, resumed: bool) -> object | None:
-        """Start the execution's `invoke_agent` span as the root context's span and make it
-        current; returns the token for `end_root_span` (None when not tracing)."""
+    def open_root_span(self, ctx: Context, parent: OtelContext, *, resumed: bool) -> object | None:
+        """Start the execution's `invoke_agent` span under `parent` (the caller's context) as
+        the root context's span and make it current; returns the token for `end_root_span`
+        (None when not tracing)."""
         tracer = self.tracer
         if tracer is None:
             return None
-        span, token = open_span(tracer, f"invoke_agent {self.harness.name}")
+        span, token = open_span(tracer, f"invoke_agent {self.harness.name}", context=parent)
         ctx.span = span
         if not span.is_recording():
             # Sampled out: its descendants would be too (parent-based sampling), so this

@@ -95,11 +95,16 @@ class Tracing:
 
 
 def open_span(
-    tracer: Tracer, name: str, parent: Span | None = None, *, kind: SpanKind = SpanKind.INTERNAL
+    tracer: Tracer,
+    name: str,
+    parent: Span | None = None,
+    *,
+    kind: SpanKind = SpanKind.INTERNAL,
+    context: otel_context.Context | None = None,
 ) -> tuple[Span, object]:
-    """Start `name` as a child of `parent` (else of the current span) and make it current;
-    returns the span and the token `end_span` needs."""
-    ctx = trace.set_span_in_context(parent) if parent is not None else None
+    """Start `name` as a child of `parent` (else of the span current in `context`, else of
+    the current span) and make it current; returns the span and the token `end_span` needs."""
+    ctx = trace.set_span_in_context(parent) if parent is not None else context
     span = tracer.start_span(name, ctx, kind)
     return span, otel_context.attach(trace.set_span_in_context(span))
 
