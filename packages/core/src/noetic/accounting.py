@@ -27,7 +27,7 @@ from noetic.execution_context import to_decimal
 from noetic.model import ModelResponse
 from noetic.usage import RoundUsage
 
-__all__ = ["accept_cost", "accept_hold", "accept_round", "accept_usage", "usable_amount"]
+__all__ = ["accept_cost", "accept_hold", "accept_round", "accept_settlement", "accept_usage", "usable_amount"]
 
 log = logging.getLogger("noetic.accounting")
 
@@ -92,3 +92,11 @@ def accept_hold(amount: Any) -> float:
         return 0.0
     log.warning("an unreadable cost ceiling (%r) was requested; holding an unbounded amount", amount)
     return math.inf
+
+
+def accept_settlement(cost: Any, billed_cost: Any) -> bool:
+    """True when a hold may be settled at these amounts; else warn, and the hold stays (AC-3)."""
+    if usable_amount(cost) and usable_amount(billed_cost):
+        return True
+    log.warning("a settlement of %r / %r USD is unusable; the ceiling stays held", cost, billed_cost)
+    return False

@@ -11,7 +11,7 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from noetic.accounting import accept_hold, log, usable_amount
+from noetic.accounting import accept_hold, accept_settlement
 from noetic.execution_context import Context, to_decimal
 from noetic.items import Item, ItemLog
 from noetic.layers.runtime import LayerRuntime
@@ -58,10 +58,7 @@ class _Hold:
         return True
 
     def settle(self, cost: float, billed_cost: float) -> None:
-        if not (usable_amount(cost) and usable_amount(billed_cost)):
-            log.warning("a settlement of %r / %r USD is unusable; the ceiling stays held", cost, billed_cost)
-            return
-        if self._close():
+        if accept_settlement(cost, billed_cost) and self._close():
             self._ctx._charge(to_decimal(cost), to_decimal(billed_cost))
 
     def release(self) -> None:

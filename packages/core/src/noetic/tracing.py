@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
@@ -134,8 +135,6 @@ def fail_span(span: Span, error: BaseException) -> None:
 
 
 def _is_cancellation(error: BaseException) -> bool:
-    import anyio
-
     return isinstance(error, anyio.get_cancelled_exc_class())
 
 
