@@ -237,14 +237,11 @@ async def test_a_stream_of_keepalives_ends(
     billing = RecordingBilling()
     request = ModelRequest(MODEL, [user_message("hi")], params={"max_output_tokens": 10}, billing=billing)
     async with provider_for(loopback.url, deadlines=deadlines) as provider:
-        started = anyio.current_time()
-        _, error = await run(provider.model(MODEL), request)
-        took = anyio.current_time() - started
+        _, error = await run(provider.model(MODEL), request)  # within HANG_GUARD, or it fails
     assert error is not None
     assert error.code == "model_stream_error"
     assert expected in error.message
     assert error.generation_id == "gen-forever"
-    assert took < 5.0
     assert len(billing.holds) == 1  # the call may have been billed: held
 
 
