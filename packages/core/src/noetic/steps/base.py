@@ -21,6 +21,7 @@ from noetic.tracing import Span, end_span, open_span, step_attributes
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
+    from opentelemetry.trace import Tracer
 
 __all__ = ["Frame", "Step", "call_user", "current_frame", "execute", "takes_ctx"]
 
@@ -142,65 +143,70 @@ class Step:
         return f"<{self.kind} {self.id!r}>"
 
 
-async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = None) -> Any:
-    """Run `step` on `ctx` with the shared step semantics; returns the step's output."""
+async def execute(
+    step: Step, input: Any, ctx: Context, *, path: str | None = None, span: Span | None = None
+) -> Any:
+    """Run `step` on `ctx` with the shared step semantics; returns the step's output.
+
+    When tracing, the step runs inside its own span (`span` is that span, set by
+    `_traced_execute`; callers leave it None)."""
     if ctx._aborted:
         raise cancelled(ctx._abort_reason)
     run = ctx._exec
     if path is None:
         path = current_frame().child_path(step.id)
-    tracer = run.tracer
-    span: Span | None = None
-    if tracer is not None:
-        # A context's first step hangs under the context's own span (a spawn child, a parallel
-        # path, the turn); later ones under whatever step of that context is running them.
-        span, span_token = open_span(
-            tracer, f"{step.kind} {step.id}", ctx.span if ctx._step_count == 0 else None
-        )
-        if span.is_recording():
-            step_attributes(span, step.kind, step.id, path, ctx.id)
+    if span is None and run.tracer is not None:
+        return await _traced_execute(step, input, ctx, path, run.tracer)
+    ctx._step_count += 1
+    ledger = run.ledger
+    if ledger is not None:
+        found, output = ledger.replay(path, step, ctx)
+        if found:
+            if span is not None:
+                span.set_attribute("noetic.replayed", True)
+            return output
+        mark = ledger.mark(ctx)
+    emit = run.emit
+    emit("step_started", {"step_id": step.id, "kind": step.kind, "path": path})
+    token = _frame.set(Frame(path))
     try:
-        ctx._step_count += 1
-        ledger = run.ledger
-        if ledger is not None:
-            found, output = ledger.replay(path, step, ctx)
-            if found:
-                if span is not None:
-                    span.set_attribute("noetic.replayed", True)
-                    end_span(span, span_token)
-                return output
-            mark = ledger.mark(ctx)
-        emit = run.emit
-        emit("step_started", {"step_id": step.id, "kind": step.kind, "path": path})
-        token = _frame.set(Frame(path))
-        try:
-            if step.emit_items:
-                from noetic.custom_items import run_with_dispatch
+        if step.emit_items:
+            from noetic.custom_items import run_with_dispatch
 
-                output = await run_with_dispatch(step, input, ctx)
-            else:
-                output = await step.run(input, ctx)
-        except NoeticError:
-            raise
-        except Exception as exc:
-            raise NoeticError(
-                "step_failed",
-                f"step {step.id!r} ({step.kind}) raised {type(exc).__name__}: {exc}",
-                cause=exc,
-                step_id=step.id,
-                retries_exhausted=False,
-            ) from exc
-        finally:
-            _frame.reset(token)
-        if ctx._aborted:  # aborted while it ran: the result is not this step's output
-            raise cancelled(ctx._abort_reason)
-        emit("step_completed", {"step_id": step.id, "kind": step.kind, "path": path})
-        if ledger is not None:  # the entry and the snapshot after it are one write (RS-1, RS-16)
-            await run.checkpoint(ctx, ledger.record(path, step, output, ctx, mark))
-    except BaseException as exc:
-        if span is not None:
-            end_span(span, span_token, exc)
+            output = await run_with_dispatch(step, input, ctx)
+        else:
+            output = await step.run(input, ctx)
+    except NoeticError:
         raise
-    if span is not None:
-        end_span(span, span_token)
+    except Exception as exc:
+        raise NoeticError(
+            "step_failed",
+            f"step {step.id!r} ({step.kind}) raised {type(exc).__name__}: {exc}",
+            cause=exc,
+            step_id=step.id,
+            retries_exhausted=False,
+        ) from exc
+    finally:
+        _frame.reset(token)
+    if ctx._aborted:  # aborted while it ran: the result is not this step's output
+        raise cancelled(ctx._abort_reason)
+    emit("step_completed", {"step_id": step.id, "kind": step.kind, "path": path})
+    if ledger is not None:  # the entry and the snapshot after it are one write (RS-1, RS-16)
+        await run.checkpoint(ctx, ledger.record(path, step, output, ctx, mark))
+    return output
+
+
+async def _traced_execute(step: Step, input: Any, ctx: Context, path: str, tracer: Tracer) -> Any:
+    """`execute` inside a `{kind} {id}` span. A context's first step hangs under the context's
+    own span (a spawn child, a parallel path, the turn); later ones under whatever step of
+    that context is running them."""
+    span, token = open_span(tracer, f"{step.kind} {step.id}", ctx.span if ctx._step_count == 0 else None)
+    if span.is_recording():
+        step_attributes(span, step.kind, step.id, path, ctx.id)
+    try:
+        output = await execute(step, input, ctx, path=path, span=span)
+    except BaseException as exc:
+        end_span(span, token, exc)
+        raise
+    end_span(span, token)
     return output
