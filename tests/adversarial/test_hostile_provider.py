@@ -55,7 +55,8 @@ async def hostile_server(answer: Answer, models: Any = None) -> AsyncIterator[st
             auth = next((ln for ln in head.split("\r\n") if ln.lower().startswith("authorization:")), "")
             target = head.split("\r\n")[0]
             if " /api/v1/models" in target:
-                await send(stream, 200, "application/json", json.dumps(models or {"data": []}).encode())
+                raw = models if isinstance(models, bytes) else json.dumps(models or {"data": []}).encode()
+                await send(stream, 200, "application/json", raw)
                 return
             if " /api/v1/generation" in target:
                 await send(stream, 404, "application/json", b'{"error": {"code": 404}}')
@@ -265,3 +266,18 @@ async def test_json_nested_beyond_the_decoder_is_a_clear_error(
     assert outcome.code == expected
     if status == 200:
         assert "nested too deeply" in outcome.message
+
+
+async def test_a_price_list_nested_beyond_the_decoder_leaves_the_stream_error() -> None:
+    """A cut-off call looks its price up to hold its ceiling; an undecodable price list must
+    not replace the stream error with a RecursionError (the call is held without bound)."""
+
+    async def answer(_: str, stream: anyio.abc.ByteStream) -> None:
+        await send(stream, 200, "text/event-stream", b'data: {"id": "g", "choices": []}\n\n')  # no [DONE]
+
+    deep_prices = b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    async with hostile_server(answer, deep_prices) as url:
+        _, outcome = await run_agent(url)
+    assert isinstance(outcome, NoeticError), outcome
+    assert outcome.code == "model_stream_error"
+    assert "ended before [DONE]" in outcome.message

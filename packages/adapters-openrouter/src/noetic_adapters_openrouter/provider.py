@@ -139,9 +139,13 @@ class OpenRouterProvider:
         return self.base_url + path
 
     async def pricing(self, model_id: str) -> ModelPricing | None:
-        """The model's prices (fetched once per provider; None if unavailable in time)."""
+        """The model's prices (fetched once per provider; None if unavailable in time, or if
+        the price list cannot be decoded)."""
         with anyio.move_on_after(self.billing.pricing_timeout):
-            return await self._catalog.get(self.client(), self.url("/models"), self.auth(), model_id)
+            try:
+                return await self._catalog.get(self.client(), self.url("/models"), self.auth(), model_id)
+            except RecursionError:  # a price list nested beyond the JSON decoder's recursion
+                return None
         return None
 
     async def reconcile(self, generation_id: str, hold: CostHold) -> None:
