@@ -454,3 +454,12 @@ async def test_a_turn_is_a_child_of_the_callers_span(traces: Traces) -> None:
     assert traces.parent_of(first) == request
     assert first.context.trace_id == request.context.trace_id
     assert second.parent is None
+
+
+def test_importing_noetic_does_not_import_opentelemetry() -> None:
+    """OpenTelemetry (whose import scans every installed distribution's entry points) loads
+    with the first harness, so `import noetic` and CLI commands that run no agent stay fast."""
+    code = "import sys, noetic, noetic.cli; print(any(m.startswith('opentelemetry') for m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

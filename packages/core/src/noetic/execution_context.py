@@ -24,10 +24,11 @@ import anyio
 from noetic.errors import cancelled
 from noetic.ids import new_execution_id
 from noetic.items import ItemLog
-from noetic.tracing import INVALID_SPAN, Span, end_context
 from noetic.usage import LastLayerUsage, RoundUsage, StepMeta, TokenUsage
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from noetic.channels import Channel
     from noetic.fs.contract import FsAdapter
     from noetic.harness import AgentHarness
@@ -111,6 +112,7 @@ class Context:
         "_out",
         "_rolled_up",
         "_scopes",
+        "_span",
         "_started",
         "_step_count",
         "_unbounded_holds",
@@ -121,7 +123,6 @@ class Context:
         "last_step_meta",
         "parent",
         "resource_id",
-        "span",
         "state",
         "thread_id",
     )
@@ -134,7 +135,6 @@ class Context:
     context: Mapping[str, Any]
     thread_id: str
     resource_id: str | None
-    span: Span
     last_step_meta: StepMeta | None
 
     def __init__(
@@ -160,9 +160,7 @@ class Context:
         self._layers: LayerFrame | None = None if parent is None else parent._layers
         self.thread_id = thread_id or (parent.thread_id if parent else execution.thread_id)
         self.resource_id = resource_id or (parent.resource_id if parent else execution.resource_id)
-        #: This context's OpenTelemetry span: the turn's for a root, its own for a spawn child
-        #: or parallel path (see `noetic.tracing`); a non-recording span when not tracing.
-        self.span = INVALID_SPAN
+        self._span: Span | None = None  # set when tracing (`span`)
         self.last_step_meta = None
         self._layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None
         self._started = time.monotonic()
@@ -219,6 +217,17 @@ class Context:
         """USD held at ceiling for cut-off paid calls without a settled bill (root only);
         infinite while a call with an unknown ceiling is held."""
         return math.inf if self._unbounded_holds else float(self._held)
+
+    @property
+    def span(self) -> Span:
+        """This context's OpenTelemetry span: the turn's for a root, its own for a spawn child
+        or parallel path (see `noetic.tracing`); a non-recording span when not tracing."""
+        span = self._span
+        if span is None:
+            from opentelemetry.trace import INVALID_SPAN
+
+            return INVALID_SPAN
+        return span
 
     @property
     def harness(self) -> AgentHarness:
@@ -351,8 +360,10 @@ class Context:
         if parent is None or self._rolled_up:
             return
         self._rolled_up = True
-        if self.span is not INVALID_SPAN:
-            end_context(self.span, self)
+        if self._span is not None:
+            from noetic.tracing import end_context
+
+            end_context(self._span, self)
         parent._children.discard(self)
         parent._in += self._in
         parent._out += self._out

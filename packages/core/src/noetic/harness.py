@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-from opentelemetry import context as otel_context
 
 from noetic.channels import ChannelStore
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
@@ -39,10 +38,10 @@ from noetic.steps.base import Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streams import StreamEvent, TurnStream, items_from_events
 from noetic.tools import Tool
-from noetic.tracing import Tracing
 from noetic.usage import LastLayerUsage, RoundUsage
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context as OtelContext
     from opentelemetry.trace import TracerProvider
 
     from noetic.durable.items import Declarations
@@ -123,8 +122,8 @@ class _Ticket:
         self.resource_id = resource_id
         self.state = state
         self.restored = restored
-        #: The caller's OpenTelemetry context: the turn's span becomes a child of its span.
-        self.trace_parent = otel_context.get_current()
+        #: The caller's OpenTelemetry context, when tracing: the turn's span is its child.
+        self.trace_parent: OtelContext | None = None
         self.finished = False
         self._waiter: anyio.Event | None = None
         self.response: HarnessResponse | None = None
@@ -247,6 +246,8 @@ class AgentHarness:
         self._scope_type: type[anyio.CancelScope] | None = None
         self._background = 0
         self._background_idle: anyio.Event | None = None
+        from noetic.tracing import Tracing  # OpenTelemetry is imported with the first harness
+
         self._tracing = Tracing(tracer_provider, enabled=tracing, content=trace_content)
 
     # --- configuration ----------------------------------------------------------------------
@@ -476,6 +477,7 @@ class AgentHarness:
             )
         session = self._session(thread_id)
         ticket = _Ticket(input, execution_id, resource_id, state, restored)
+        ticket.trace_parent = self._tracing.caller_context()
         session.queue.append(ticket)
         if start_worker and not session.running:
             session.running = True

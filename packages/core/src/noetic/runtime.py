@@ -17,7 +17,6 @@ from noetic.items import Item, ItemLog
 from noetic.layers.runtime import LayerRuntime
 from noetic.model import ReasoningDelta, TextDelta
 from noetic.streams import StreamEvent, TurnStream
-from noetic.tracing import end_span, open_span, total_attributes
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context as OtelContext
@@ -157,7 +156,7 @@ class Execution:
         self.watch_log(child)
         tracer = self.tracer
         if tracer is not None:
-            span = child.span = tracer.start_span(f"context {label}")
+            span = child._span = tracer.start_span(f"context {label}")
             if span.is_recording():
                 span.set_attributes(
                     {
@@ -168,15 +167,17 @@ class Execution:
                 )
         return child
 
-    def open_root_span(self, ctx: Context, parent: OtelContext, *, resumed: bool) -> object | None:
+    def open_root_span(self, ctx: Context, parent: OtelContext | None, *, resumed: bool) -> object | None:
         """Start the execution's `invoke_agent` span under `parent` (the caller's context) as
         the root context's span and make it current; returns the token for `end_root_span`
         (None when not tracing)."""
         tracer = self.tracer
         if tracer is None:
             return None
+        from noetic.tracing import open_span
+
         span, token = open_span(tracer, f"invoke_agent {self.harness.name}", context=parent)
-        ctx.span = span
+        ctx._span = span
         if not span.is_recording():
             # Sampled out: its descendants would be too (parent-based sampling), so this
             # execution opens no further spans. The root stays current for user spans.
@@ -198,6 +199,8 @@ class Execution:
         """End the span `open_root_span` started, with the execution's totals."""
         if token is None:
             return
+        from noetic.tracing import end_span, total_attributes
+
         span = ctx.span
         if span.is_recording():
             total_attributes(span, ctx._in, ctx._out, ctx.cost, ctx.billed_cost, ctx.held_cost)

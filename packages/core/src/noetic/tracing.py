@@ -16,7 +16,8 @@ billed cost; a step that fails or is cancelled ends with an error status and the
 Message content (request and response items, tool arguments and results) is recorded only
 with `AgentHarness(trace_content=True)`; no span ever holds a credential.
 
-Cost when nothing records: each execution asks the provider once; with no provider
+This module, and with it OpenTelemetry, is imported when the first harness is built, not by
+`import noetic`. Cost when nothing records: each execution asks the provider once; with no provider
 configured (the API's `ProxyTracerProvider`), a `NoOpTracerProvider`, or `tracing=False`, the
 execution has no tracer and every hook below is skipped on a single `is None` test. When the
 sampler drops an execution's root span, the execution opens no further spans (their parent
@@ -76,6 +77,10 @@ class Tracing:
         self.enabled = enabled
         self.content = content
         self._cached: tuple[TracerProvider, Tracer] | None = None
+
+    def caller_context(self) -> otel_context.Context | None:
+        """The OpenTelemetry context current in the caller (None when tracing is off)."""
+        return otel_context.get_current() if self.enabled else None
 
     def tracer(self) -> Tracer | None:
         """The tracer for a new execution, or None when no span would be recorded."""

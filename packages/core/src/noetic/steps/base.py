@@ -16,12 +16,11 @@ from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
-from noetic.tracing import Span, end_span, open_span, step_attributes
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
-    from opentelemetry.trace import Tracer
+    from opentelemetry.trace import Span, Tracer
 
 __all__ = ["Frame", "Step", "call_user", "current_frame", "execute", "takes_ctx"]
 
@@ -200,6 +199,8 @@ async def _traced_execute(step: Step, input: Any, ctx: Context, path: str, trace
     """`execute` inside a `{kind} {id}` span. A context's first step hangs under the context's
     own span (a spawn child, a parallel path, the turn); later ones under whatever step of
     that context is running them."""
+    from noetic.tracing import end_span, open_span, step_attributes
+
     span, token = open_span(tracer, f"{step.kind} {step.id}", ctx.span if ctx._step_count == 0 else None)
     if span.is_recording():
         step_attributes(span, step.kind, step.id, path, ctx.id)

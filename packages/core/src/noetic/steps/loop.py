@@ -24,11 +24,11 @@ from noetic.predicates import LoopSnapshot, Until, Verdict, evaluate
 from noetic.schema import to_jsonable
 from noetic.steps.base import Step, call_user, execute
 from noetic.steps.flow import ensure_steps
-from noetic.tracing import IterationSpans
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
+    from noetic.tracing import IterationSpans
 
 __all__ = ["Loop", "loop", "output_text"]
 
@@ -101,6 +101,8 @@ class Loop(Step):
         tracer = ctx._exec.tracer
         if tracer is None:
             return await self._iterate(input, ctx, None)
+        from noetic.tracing import IterationSpans
+
         spans = IterationSpans(tracer)
         try:
             output = await self._iterate(input, ctx, spans)

@@ -33,20 +33,12 @@ from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDel
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import Step
 from noetic.tools import Tool, run_tool_call
-from noetic.tracing import (
-    end_span,
-    layer_attributes,
-    open_span,
-    round_request_attributes,
-    round_response_attributes,
-    tool_attributes,
-)
 from noetic.usage import RoundUsage, StepMeta, add_optional
-from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
+    from opentelemetry.trace import Tracer
 
 __all__ = ["CallModel", "call_model", "last_assistant_text"]
 
@@ -247,6 +239,15 @@ class CallModel(Step):
         layered: LayeredCall | None,
     ) -> tuple[ModelResponse, RoundUsage, Decimal, Decimal]:
         """`_stream_round` inside a `chat {model}` span carrying the GenAI attributes."""
+        from noetic.tracing import (
+            end_span,
+            layer_attributes,
+            open_span,
+            round_request_attributes,
+            round_response_attributes,
+        )
+        from opentelemetry.trace import SpanKind
+
         tracer = ctx._exec.tracer
         assert tracer is not None
         content = ctx._exec.trace_content
@@ -346,6 +347,9 @@ async def _traced_tool_call(
     tracer: Tracer, call: FunctionCallItem, tools: Mapping[str, Tool], ctx: Context
 ) -> tuple[FunctionCallOutputItem, bool]:
     """`run_tool_call` inside an `execute_tool` span."""
+    from noetic.tracing import end_span, open_span, tool_attributes
+    from opentelemetry.trace import Status, StatusCode
+
     content = ctx._exec.trace_content
     span, token = open_span(tracer, f"execute_tool {call.name}")
     try:
