@@ -20,9 +20,12 @@ class Storage:
         self.path = tmp_path / "checkpoints.db"
         self._memory = MemoryCheckpointStore()
 
-    def spec(self) -> Any:
-        """`storage=` for a harness: the shared memory store, or the SQLite file's URL."""
-        return self._memory if self.kind == "memory" else f"sqlite:///{self.path}"
+    def spec(self, *, synchronous: str = "full") -> Any:
+        """`storage=` for a harness: the shared memory store, or the SQLite file's URL
+        (`synchronous="normal"` for tests of many steps that are not about the disk flush)."""
+        if self.kind == "memory":
+            return self._memory
+        return f"sqlite:///{self.path}" + ("" if synchronous == "full" else f"?synchronous={synchronous}")
 
     def open(self) -> CheckpointStore:
         """A store reading the same records (close it with `aclose`)."""

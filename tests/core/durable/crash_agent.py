@@ -10,6 +10,8 @@ step run appends a line to LOG, which survives the kill.
 - `NOETIC_CRASH_POINT=after_commit:STEP` kills the process right after the write that records
   STEP's ledger entry has committed; `before_commit:STEP` right before it.
 - `NOETIC_HOLD_DIR=DIR` makes each code step create `DIR/entered` and wait for `DIR/go`.
+- `NOETIC_SYNCHRONOUS=normal` opens the SQLite store with `synchronous="normal"`;
+  `NOETIC_DURABILITY=turn` runs the harness with `durability="turn"`.
 
 On success it prints one JSON line with the response; a `NoeticError` prints `{"error": code}`
 and exits with status 3.
@@ -45,8 +47,8 @@ def log_line(path: str, line: str) -> None:
 class CrashingStore(SqliteCheckpointStore):
     """The SQLite store with a named crash point around the commit of one step's entry."""
 
-    def __init__(self, path: str, point: str):
-        super().__init__(path)
+    def __init__(self, path: str, point: str, synchronous: str):
+        super().__init__(path, synchronous=synchronous)
         self.when, _, self.step = point.partition(":")
 
     async def write(self, sets: Mapping[str, str], deletes: Sequence[str] = ()) -> None:
@@ -88,9 +90,15 @@ def build(log: str) -> tuple[nt.Step, ScriptedModel]:
 async def main(db: str, log: str, command: str, execution_id: str) -> int:
     graph, model = build(log)
     point = os.environ.get("NOETIC_CRASH_POINT")
-    store = CrashingStore(db, point) if point else SqliteCheckpointStore(db)
+    synchronous = os.environ.get("NOETIC_SYNCHRONOUS", "full")
+    durability = os.environ.get("NOETIC_DURABILITY", "step")
+    store = (
+        CrashingStore(db, point, synchronous) if point else SqliteCheckpointStore(db, synchronous=synchronous)
+    )
     try:
-        async with nt.AgentHarness("crash", agent_graph=graph, model=model, storage=store) as h:
+        async with nt.AgentHarness(
+            "crash", agent_graph=graph, model=model, storage=store, durability=durability
+        ) as h:
             if command == "run":
                 resp = await h.run("start", execution_id=execution_id)
             else:

@@ -3,7 +3,10 @@
 Each run uses `crash_agent.py` (four model steps `m0..m3`, each followed by a code step) on a
 SQLite file, on asyncio and on trio. Reliability checks 1, 2, 4, 5 and 8: a completed step never
 runs again, replay adds no billed cost, a damaged file gives a clean error, the last commit
-before the kill is there, and of two resumers exactly one wins.
+before the kill is there, and of two resumers exactly one wins. The kill tests run for both
+settings that promise to survive a killed process (`durability="step"` with SQLite's
+`synchronous` full and normal, RS-22); `durability="turn"` promises only that the execution
+resumes from the start of the killed turn, which is tested too.
 """
 
 from __future__ import annotations
@@ -32,16 +35,16 @@ BACKENDS = ["asyncio", "trio"]
 class Agent:
     """Runs crash_agent.py processes on one database and one call log."""
 
-    def __init__(self, tmp: Path, backend: str):
+    def __init__(self, tmp: Path, backend: str, synchronous: str = "full"):
         self.backend = backend
+        self.synchronous = synchronous
         self.db = tmp / "agent.db"
         self.log = tmp / "calls.log"
 
     def start(self, command: str, eid: str, **env: str) -> subprocess.Popen[str]:
         argv = [sys.executable, str(AGENT), self.backend, str(self.db), str(self.log), command, eid]
-        return subprocess.Popen(
-            argv, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
+        env = {**os.environ, "NOETIC_SYNCHRONOUS": self.synchronous, **env}
+        return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def run(self, command: str, eid: str, **env: str) -> tuple[int, dict[str, Any]]:
         proc = self.start(command, eid, **env)
@@ -64,8 +67,19 @@ def ran(lines: list[str]) -> list[str]:
 
 
 @pytest.fixture(params=BACKENDS)
-def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Agent:
-    return Agent(tmp_path, str(request.param))
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def synchronous() -> str:
+    """SQLite's `synchronous` setting; tests of a killed process parametrize it over both."""
+    return "full"
+
+
+@pytest.fixture
+def agent(backend: str, synchronous: str, tmp_path: Path) -> Agent:
+    return Agent(tmp_path, backend, synchronous)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +101,9 @@ def clean(
     return clean_runs[agent.backend]
 
 
-@pytest.mark.parametrize("crash_after", ["m0", "t1", "m2"])
+@pytest.mark.parametrize(
+    ("crash_after", "synchronous"), [("m0", "full"), ("t1", "full"), ("m2", "full"), ("m2", "normal")]
+)
 def test_sigkill_after_a_commit_then_resume_never_pays_twice(
     agent: Agent, clean: dict[str, Any], crash_after: str
 ) -> None:
@@ -110,6 +126,7 @@ def test_sigkill_after_a_commit_then_resume_never_pays_twice(
     assert resumed["execution_id"] == "e1"
 
 
+@pytest.mark.parametrize("synchronous", ["full", "normal"])
 def test_sigkill_before_a_commit_reruns_only_the_step_in_flight(agent: Agent, clean: dict[str, Any]) -> None:
     code, _ = agent.run("run", "e1", NOETIC_CRASH_POINT="before_commit:m2")
     assert code == -signal.SIGKILL
@@ -141,6 +158,26 @@ def test_two_resumers_exactly_one_wins(agent: Agent, clean: dict[str, Any], tmp_
     assert code == 0
     assert won["output"] == clean["output"]
     assert Counter(ran(agent.lines()))["m2"] == 1  # the loser did no work
+
+
+def test_turn_durability_a_kill_mid_turn_resumes_from_the_turn_start(
+    agent: Agent, clean: dict[str, Any], tmp_path: Path
+) -> None:
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    proc = agent.start("run", "e1", NOETIC_HOLD_DIR=str(hold), NOETIC_DURABILITY="turn")
+    deadline = time.monotonic() + 60  # hang guard
+    while not (hold / "entered").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run never reached its held step"
+        time.sleep(0.01)
+    proc.kill()  # SIGKILL inside t0: m0 completed, but nothing of the turn was committed
+    assert finish(proc)[0] == -signal.SIGKILL
+    code, resumed = agent.run("resume", "e1", NOETIC_DURABILITY="turn")
+    assert code == 0
+    assert Counter(ran(agent.lines()))["m0"] == 2  # at-least-once: the killed turn's call is paid again
+    assert resumed["output"] == clean["output"]
+    assert resumed["billed_cost"] == pytest.approx(sum(COSTS))
 
 
 def test_a_torn_wal_resumes_from_the_last_intact_commit_or_fails_cleanly(

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import noetic as nt
 import pytest
 from noetic.durable import CheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
@@ -89,6 +90,15 @@ async def test_sqlite_uses_wal_full_sync_and_a_versioned_layout(tmp_path: Path) 
     await store.aclose()
 
 
+async def test_sqlite_synchronous_normal_skips_the_flush_of_each_commit(tmp_path: Path) -> None:
+    store = sqlite_store_from_url(f"sqlite:///{tmp_path / 's.db'}?synchronous=normal")
+    await store.set("k", "{}")
+    assert store._conn is not None
+    assert store._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert store._conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    await store.aclose()
+
+
 async def test_sqlite_a_failed_write_rolls_back_and_leaves_no_lock_behind(tmp_path: Path) -> None:
     path = str(tmp_path / "s.db")
     store = SqliteCheckpointStore(path, busy_timeout=0.05)
@@ -152,15 +162,24 @@ async def test_sqlite_stores_on_one_file_share_claims(tmp_path: Path) -> None:
         ("sqlite:////var/lib/agent/run.db", "/var/lib/agent/run.db", 10.0),
         ("sqlite:///:memory:", ":memory:", 10.0),
         ("sqlite:///run.db?busy_timeout=2.5", "run.db", 2.5),
+        ("sqlite:///run.db?busy_timeout=3&synchronous=normal", "run.db", 3.0),
     ],
 )
 def test_sqlite_urls(url: str, path: str, timeout: float) -> None:
     store = sqlite_store_from_url(url)
     assert (store.path, store.busy_timeout) == (path, timeout)
+    assert store.synchronous == ("normal" if "synchronous" in url else "full")
 
 
 @pytest.mark.parametrize(
-    "url", ["sqlite://", "sqlite://host/run.db", "sqlite:///run.db?mode=ro", "sqlite:///r.db?busy_timeout=0"]
+    "url",
+    [
+        "sqlite://",
+        "sqlite://host/run.db",
+        "sqlite:///run.db?mode=ro",
+        "sqlite:///r.db?busy_timeout=0",
+        "sqlite:///r.db?synchronous=off",
+    ],
 )
 def test_bad_sqlite_urls(url: str) -> None:
     with pytest.raises(nt.NoeticConfigError) as err:
@@ -183,3 +202,16 @@ async def test_harness_storage_urls_resolve_through_the_registry(tmp_path: Path)
     assert store._conn is None  # the harness closed the store it opened
     async with nt.AgentHarness("t", agent_graph=nt.run_code("a", lambda x: x), storage=url) as h:
         assert (await h.resume(resp.execution_id)).output == "hi"
+
+
+async def test_sqlite_stores_opening_one_new_file_at_once_both_get_wal(tmp_path: Path) -> None:
+    for attempt in range(20):  # the race is narrow: open many pairs of stores on new files
+        path = str(tmp_path / f"new-{attempt}.db")
+        stores = [SqliteCheckpointStore(path) for _ in range(4)]
+        async with anyio.create_task_group() as tg:
+            for i, store in enumerate(stores):
+                tg.start_soon(store.list_prefix, f"{i}")
+        for store in stores:
+            assert store._conn is not None
+            assert store._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            await store.aclose()

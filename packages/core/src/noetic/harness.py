@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from noetic.durable.items import Declarations
     from noetic.durable.ledger import StepLedgerRetention
-    from noetic.durable.recorder import Restored
+    from noetic.durable.recorder import Durability, Restored
     from noetic.durable.store import CheckpointStore
     from noetic.fs.contract import FsAdapter
     from noetic.plugins import NoeticPluginManager
@@ -176,6 +176,8 @@ class AgentHarness:
     `model`, `fs`, `storage` and `layers` take instances or names/URLs resolved through the
     plugin registry (`plugins`: a plugin manager, or plugin objects to add to a default one).
     `channel_timeout` is the default wait of channel `recv` and parked `send` (seconds).
+    With `storage=`, `durability` says when a completed step is committed: `"step"` (before
+    the next step starts) or `"turn"` (when the turn ends); see `noetic.durable.recorder`.
     `context_cache` configures prompt-cache anchoring (a `ContextCacheConfig` or a dict such as
     `{"enabled": False}`); `projection` is the token budget of model steps that set none.
     Runs are traced with OpenTelemetry (`noetic.tracing`): to the global tracer provider, or
@@ -195,6 +197,7 @@ class AgentHarness:
         fs: str | FsAdapter | None = None,
         storage: Any = None,
         step_ledger_retention: Any = None,
+        durability: Literal["step", "turn"] = "step",
         emit_items_on_replay: bool = False,
         context_cache: Any = None,
         projection: Projection | Mapping[str, Any] | None = None,
@@ -232,6 +235,7 @@ class AgentHarness:
         self.storage = storage
         self.step_ledger_retention = step_ledger_retention
         self._retention = _ledger_retention(storage, step_ledger_retention)
+        self.durability = _durability(durability)
         self._store: CheckpointStore | None = None
         self._owns_store = False
         self._model_spec = model
@@ -626,7 +630,7 @@ class AgentHarness:
         session.current = None
         session.log._listeners.clear()  # the finished execution must not stay reachable from the log
         if run.recorder is not None:
-            await run.recorder.close()
+            await run.recorder.close(run)
         await run.layers.finish_root(error)
         if ctx.completed:
             output = ctx.completion_value
@@ -653,11 +657,18 @@ class AgentHarness:
             return
         assert self._retention is not None  # validated whenever storage= is set
         if restored is not None:
-            await restored.attach(run, self._retention)
+            await restored.attach(run, self._retention, self.durability)
         else:
             from noetic.durable.recorder import begin
 
-            await begin(run, store, self._retention, input=graph_input, first_item=first_item)
+            await begin(
+                run,
+                store,
+                self._retention,
+                input=graph_input,
+                first_item=first_item,
+                durability=self.durability,
+            )
 
     def _response(self, ctx: Context, output: Any, first_item: int) -> HarnessResponse:
         items = tuple(ctx.item_log.items)
@@ -798,6 +809,15 @@ def _ledger_retention(storage: Any, retention: Any) -> StepLedgerRetention | Non
             hint="Pass storage='sqlite:///run.db', storage='memory://', or a CheckpointStore instance.",
         )
     return StepLedgerRetention.of(retention)
+
+
+def _durability(durability: Any) -> Durability:
+    """Validate `durability=` at construction (without importing durability when unused)."""
+    if durability == "step":
+        return "step"
+    from noetic.durable.recorder import durability_of
+
+    return durability_of(durability)
 
 
 def _is_items(value: Any) -> bool:

@@ -212,10 +212,13 @@ class Execution:
 
     # --- durability -------------------------------------------------------------------------
 
-    async def checkpoint(self, ctx: Context, write: LedgerWrite | None = None) -> None:
-        """Persist the execution state, with a completed step's ledger rows in the same write.
+    async def checkpoint(
+        self, ctx: Context, write: LedgerWrite | None = None, *, step_end: bool = False
+    ) -> None:
+        """Persist the execution state, with a completed step's ledger rows in the same write
+        (`step_end`: the save after a step, which `durability="turn"` holds until the turn ends).
 
         A no-op without a checkpoint store; a failing save is logged and never raised (CTX-16).
         """
         if self.recorder is not None:
-            await self.recorder.save(self, write)
+            await self.recorder.save(self, write, flush=not step_end)

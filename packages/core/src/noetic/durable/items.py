@@ -9,17 +9,31 @@ it did for the original.
 
 from __future__ import annotations
 
+import json
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, model_validator
+
 from noetic.custom_items import CustomItem, CustomItemDecl
+from noetic.durable.store import MAX_DEPTH, encode_document
 from noetic.items import Item, dump_item, parse_item
 from noetic.schema import SchemaError
 
 if TYPE_CHECKING:
     from noetic.steps.base import Step
 
-__all__ = ["Declarations", "declarations_of", "dump_items", "load_items"]
+__all__ = [
+    "ITEM_DEPTH",
+    "Declarations",
+    "ItemsRecord",
+    "declarations_of",
+    "dump_items",
+    "item_json",
+    "items_json",
+    "load_items",
+]
 
 #: Custom-item declarations by item type.
 Declarations = Mapping[str, CustomItemDecl[Any, Any]]
@@ -37,20 +51,82 @@ def declarations_of(graph: Step | None, extra: Iterable[CustomItemDecl[Any, Any]
     return found
 
 
+class ItemsRecord(BaseModel):
+    """The stored shape of a list of items (what `items_json` writes), checked on the way back."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    items: list[dict[str, Any]]
+    custom: list[NonNegativeInt] = []
+
+    @model_validator(mode="after")
+    def _positions_in_range(self) -> ItemsRecord:
+        if any(i >= len(self.items) for i in self.custom):
+            raise ValueError("a custom-item position is past the end of the item list")
+        return self
+
+
+#: How deep one item may nest: records hold items three levels down (`{"items": {"items": [...]}}`).
+ITEM_DEPTH = MAX_DEPTH - 3
+
+
+class _ItemRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to a cached item that knows its cache key (lighter than a finalizer)."""
+
+    __slots__ = ("key",)
+    key: int
+
+
+#: Each item's JSON text by item object, dropped when the item is (see `item_json`).
+_texts: dict[int, tuple[_ItemRef, str]] = {}
+
+
+def _drop(ref: _ItemRef) -> None:
+    found = _texts.get(ref.key)
+    if found is not None and found[0] is ref:
+        del _texts[ref.key]
+
+
+def item_json(item: Item) -> str:
+    """The item's JSON text, encoded once per item object.
+
+    Items are frozen values, and a thread's history is written again at the start of each of
+    its turns, so caching the text keeps that write to joining strings. An entry is dropped
+    when its item is collected. Raises `ValueError` or `TypeError` for an item that is not
+    plain JSON or nests deeper than `ITEM_DEPTH`.
+    """
+    key = id(item)
+    found = _texts.get(key)
+    if found is not None and found[0]() is item:
+        return found[1]
+    text = encode_document(dump_item(item), max_depth=ITEM_DEPTH)
+    ref = _ItemRef(item, _drop)
+    ref.key = key
+    _texts[key] = (ref, text)
+    return text
+
+
 def dump_items(items: Sequence[Item]) -> dict[str, Any]:
-    """`{"items": [...], "custom": [positions of final custom items]}`."""
-    return {
-        "items": [dump_item(item) for item in items],
-        "custom": [i for i, item in enumerate(items) if isinstance(item, CustomItem)],
-    }
+    """The record of `items` as data: what `items_json` writes as text."""
+    record: dict[str, Any] = json.loads(items_json(items))
+    return record
 
 
-def load_items(data: Mapping[str, Any], declarations: Declarations) -> list[Item]:
-    """The items of a `dump_items` record (a bad shape raises `INVALID_ITEM`)."""
-    custom = set(data.get("custom", ()))
+def items_json(items: Sequence[Item]) -> str:
+    """`{"items": [...], "custom": [positions of final custom items]}` as JSON text."""
+    custom = [i for i, item in enumerate(items) if isinstance(item, CustomItem)]
+    listed = ",".join(item_json(item) for item in items)
+    return f'{{"items":[{listed}],"custom":{json.dumps(custom)}}}'
+
+
+def load_items(record: ItemsRecord | Mapping[str, Any], declarations: Declarations) -> list[Item]:
+    """The items of an `items_json` / `dump_items` record (a record or an item of a bad shape
+    raises `INVALID_ITEM` or a `pydantic.ValidationError`)."""
+    if not isinstance(record, ItemsRecord):
+        record = ItemsRecord.model_validate(record)
+    custom = set(record.custom)
     return [
-        _custom(raw, declarations) if i in custom else parse_item(raw)
-        for i, raw in enumerate(data.get("items", ()))
+        _custom(raw, declarations) if i in custom else parse_item(raw) for i, raw in enumerate(record.items)
     ]
 
 

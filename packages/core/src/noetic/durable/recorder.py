@@ -1,15 +1,18 @@
 """How the harness makes an execution durable, and how it picks one up again.
 
 - `begin` (a new execution, when the harness has storage): claim the execution id, refuse an id
-  that already has a checkpoint (`EXECUTION_EXISTS`), write the first snapshot, and attach a
-  `Recorder` and an empty `StepLedger` to the `Execution`.
-- `restore` (`harness.resume`): claim the id, read the snapshot and the ledger, and return a
-  `Restored` the harness runs as a turn — a context with the original id, thread, resource,
-  base item log, state and completion signal, whose ledger replays what was recorded (RS-14).
-- `Recorder.save`: the snapshot plus a completed step's ledger rows, as one atomic write.
-  Saves are serialised, so snapshots land in the order they were taken. A failing save is
-  logged and never fails the step (CTX-16): the execution goes on, only less resumable.
-- `clear`: remove the snapshot and every ledger shard (RS-13).
+  that already has a checkpoint (`EXECUTION_EXISTS`), write the start record and the first
+  snapshot, and attach a `Recorder` and an empty `StepLedger` to the `Execution`.
+- `restore` (`harness.resume`): claim the id, read and check the start record, the snapshot
+  and the whole ledger — any damage is `CHECKPOINT_CORRUPT` here, before the turn starts —
+  and return a `Restored` the harness runs as a turn: a context with the original id,
+  thread, resource, base item log, state and completion signal, whose ledger replays what
+  was recorded (RS-14).
+- `Recorder.save`: a completed step's ledger rows, the rows they supersede and the snapshot
+  when it changed, as one atomic write — never the history again. `durability=` says when
+  that write is committed (`durability_of`). A failing save is logged and never fails the
+  step (CTX-16): the execution goes on, only less resumable.
+- `clear`: remove every record of the execution (RS-13).
 
 The claim is held for the whole attempt and released when the turn ends; a crashed process's
 claim disappears with it.
@@ -18,8 +21,9 @@ claim disappears with it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -32,41 +36,111 @@ from noetic.durable.snapshot import (
     is_plain_json,
     load_snapshot,
     snapshot_key,
+    start_rows,
 )
-from noetic.durable.store import CheckpointStore, Claim, execution_prefix
-from noetic.errors import NoeticError
+from noetic.durable.store import CheckpointStore, Claim, corrupt, describe_error, execution_prefix
+from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import Context
 from noetic.items import ItemLog
 
 if TYPE_CHECKING:
     from noetic.runtime import Execution
 
-__all__ = ["Recorder", "Restored", "begin", "clear", "restore"]
+__all__ = [
+    "DURABILITY_MODES",
+    "Durability",
+    "Recorder",
+    "Restored",
+    "begin",
+    "clear",
+    "durability_of",
+    "restore",
+]
 
 log = logging.getLogger("noetic.durable")
 
 
+#: When a completed step is committed (see `Durability`).
+DURABILITY_MODES = ("step", "turn")
+Durability = Literal["step", "turn"]
+
+
+def durability_of(value: Any) -> Durability:
+    """The harness's `durability=` option, checked at construction (`DURABILITY_INVALID`).
+
+    - `"step"` (the default): each completed step is committed before the next one starts.
+      With the SQLite store's default `synchronous=full` that commit is flushed to disk, so it
+      survives a killed process and a power loss; with `?synchronous=normal` it survives a
+      killed process, not a power loss or an OS crash.
+    - `"turn"`: the steps of a turn are committed together when the turn ends (completed,
+      failed or aborted) and at every `ctx.checkpoint()`. A turn that fails resumes as with
+      `"step"`; a process killed mid-turn loses that turn's steps, which run (and are paid)
+      again on resume from the turn's start.
+    """
+    if value in DURABILITY_MODES:
+        return cast("Durability", value)
+    raise NoeticConfigError(
+        "DURABILITY_INVALID",
+        f"durability must be one of {', '.join(map(repr, DURABILITY_MODES))}, got {value!r}",
+        hint="Leave it out (or write durability='step') to commit every step; 'turn' commits at turn end.",
+    )
+
+
 class Recorder:
-    """Persists one execution's snapshot and ledger rows; holds its claim until `close`."""
+    """Persists one execution's records; holds its claim until `close`.
 
-    __slots__ = ("_claim", "_lock", "_store", "_writer")
+    Saves are serialised under a lock, so batches land in the order they were made. Under
+    `durability="turn"` the batches of completed steps are merged in memory and written by
+    the next flush (`ctx.checkpoint()` or the end of the turn).
+    """
 
-    def __init__(self, store: CheckpointStore, claim: Claim, writer: SnapshotWriter):
+    __slots__ = (
+        "_claim",
+        "_deletes",
+        "_lock",
+        "_mode",
+        "_saved_body",
+        "_sets",
+        "_staged_body",
+        "_store",
+        "_writer",
+    )
+
+    def __init__(
+        self,
+        store: CheckpointStore,
+        claim: Claim,
+        writer: SnapshotWriter,
+        *,
+        mode: Durability,
+        start: dict[str, str] | None = None,
+    ):
         self._store = store
         self._claim = claim
         self._writer = writer
+        self._mode = mode
         self._lock = anyio.Lock()
+        #: Rows not yet written (the start record, then whatever `"turn"` holds back).
+        self._sets: dict[str, str] = dict(start or {})
+        self._deletes: dict[str, None] = {}
+        #: The snapshot in storage and the one staged to replace it (without `captured_at`).
+        self._saved_body: str | None = None
+        self._staged_body: str | None = None
 
-    async def save(self, run: Execution, write: LedgerWrite | None = None) -> None:
-        """Write the snapshot (and `write`'s ledger rows) atomically; log a failure."""
+    async def save(self, run: Execution, write: LedgerWrite | None = None, *, flush: bool = True) -> None:
+        """Stage the snapshot (when it changed) and `write`'s rows; write everything staged as
+        one atomic batch unless this is a step's save under `"turn"` (`flush=False`).
+        A failure is logged, never raised (CTX-16)."""
         async with self._lock:
             try:
-                sets = {self._writer.key: await self._writer.capture(run)}
-                deletes: list[str] = []
-                if write is not None:
-                    sets.update(write.sets)
-                    deletes = write.deletes
-                await self._store.write(sets, deletes)
+                if write is not None:  # staged first: a failing capture leaves it for the next save
+                    self._stage(write.sets, write.deletes)
+                body, document = await self._writer.capture(run)
+                if body != (self._saved_body if self._staged_body is None else self._staged_body):
+                    self._staged_body = body
+                    self._stage({self._writer.key: document}, ())
+                if flush or self._mode == "step":
+                    await self._flush()
             except Exception as exc:  # CTX-16: no save failure may fail the step
                 log.warning(
                     "checkpoint of execution %s failed; the run goes on but cannot resume from here: %s",
@@ -75,14 +149,41 @@ class Recorder:
                     exc_info=True,
                 )
 
-    async def close(self) -> None:
-        """Release the execution's claim (shielded: it must happen even on cancellation)."""
+    def _stage(self, sets: Mapping[str, str], deletes: Iterable[str]) -> None:
+        for key in deletes:
+            self._sets.pop(key, None)
+            self._deletes[key] = None
+        for key, value in sets.items():
+            self._deletes.pop(key, None)
+            self._sets[key] = value
+
+    async def _flush(self) -> None:
+        if not self._sets and not self._deletes:
+            return
+        await self._store.write(self._sets, list(self._deletes))
+        self._sets, self._deletes = {}, {}
+        if self._staged_body is not None:
+            self._saved_body, self._staged_body = self._staged_body, None
+
+    async def close(self, run: Execution) -> None:
+        """Write what is still staged (the turn's steps under `"turn"`, or rows a failed write
+        left), then release the claim (shielded: it must happen even on cancellation)."""
         with anyio.CancelScope(shield=True):
-            await self._claim.release()
+            try:
+                if self._mode == "turn" or self._sets or self._deletes:
+                    await self.save(run)
+            finally:
+                await self._claim.release()
 
 
 async def begin(
-    run: Execution, store: CheckpointStore, retention: StepLedgerRetention, *, input: Any, first_item: int
+    run: Execution,
+    store: CheckpointStore,
+    retention: StepLedgerRetention,
+    *,
+    input: Any,
+    first_item: int,
+    durability: Durability = "step",
 ) -> None:
     """Make the new execution of `run` durable (see the module docstring).
 
@@ -121,7 +222,13 @@ async def begin(
             f"clear_checkpoint({ctx.id!r}) discards it so the id can start over",
             execution_id=ctx.id,
         )
-    run.recorder = Recorder(store, claim, SnapshotWriter(ctx, input=input, first_item=first_item))
+    try:
+        start = start_rows(ctx, input=input, first_item=first_item)
+    except (TypeError, ValueError) as exc:
+        await claim.release()
+        log.warning("execution %s is not checkpointed: its history is not plain JSON (%s)", ctx.id, exc)
+        return
+    run.recorder = Recorder(store, claim, SnapshotWriter(ctx.id), mode=durability, start=start)
     run.ledger = StepLedger(ctx.id, retention=retention)
     await run.recorder.save(run)
 
@@ -134,7 +241,6 @@ class Restored:
     window: LedgerWindow
     claim: Claim
     store: CheckpointStore
-    declarations: Declarations
 
     def context(self, run: Execution) -> Context:
         """The root context of the resumed attempt: snapshot-owned identity, log and state."""
@@ -151,18 +257,23 @@ class Restored:
             ctx.complete(snap.completion_value)
         return ctx
 
-    async def attach(self, run: Execution, retention: StepLedgerRetention) -> None:
+    async def attach(
+        self, run: Execution, retention: StepLedgerRetention, durability: Durability = "step"
+    ) -> None:
         """Give `run` (whose root is `context(run)`) its layer state, ledger and recorder."""
         ctx = run.root
         assert ctx is not None
         snap = self.snapshot
-        await import_layers(run, snap.layers)
-        run.ledger = StepLedger(
-            ctx.id, retention=retention, recovered=self.window, declarations=self.declarations
-        )
-        run.recorder = Recorder(
-            self.store, self.claim, SnapshotWriter(ctx, input=snap.input, first_item=snap.first_item)
-        )
+        run.ledger = StepLedger(ctx.id, retention=retention, recovered=self.window)
+        run.recorder = Recorder(self.store, self.claim, SnapshotWriter(ctx.id), mode=durability)
+        try:
+            await import_layers(run, snap.layers)
+        except Exception as exc:  # noqa: BLE001 - a layer rejecting forged state must not escape raw
+            raise corrupt(
+                snapshot_key(ctx.id),
+                f"its layer states do not restore ({describe_error(exc)})",
+                execution_id=ctx.id,
+            ) from None
 
 
 async def restore(store: CheckpointStore, execution_id: str, declarations: Declarations) -> Restored:
@@ -177,12 +288,12 @@ async def restore(store: CheckpointStore, execution_id: str, declarations: Decla
                 "storage, or its checkpoint was cleared)",
                 execution_id=execution_id,
             )
-        window = await load_ledger(store, execution_id)
+        window = await load_ledger(store, execution_id, declarations)
     except BaseException:
         with anyio.CancelScope(shield=True):
             await claim.release()
         raise
-    return Restored(snapshot, window, claim, store, declarations)
+    return Restored(snapshot, window, claim, store)
 
 
 async def clear(store: CheckpointStore, execution_id: str) -> None:

@@ -1,29 +1,44 @@
-"""The execution snapshot at `execution:{id}:snapshot` (RS-14, RS-15).
+"""What a resumed attempt needs besides the step ledger: the start record and the snapshot (RS-14, RS-15).
 
-It records what a resumed attempt needs besides the step ledger: the execution's identity
-(`execution_id`, `thread_id`, `resource_id`), the graph input, the item log as it stood when
-the execution started (history and turn input; everything the steps appended comes back from
-their ledger entries, in order, or from running them again), the root `state` when it is plain
-JSON, `complete()`'s signal, the layer states (through the layer runtime's `export_state()`),
-and `captured_at`. It is rewritten after every completed step, in the same atomic batch as
-that step's ledger entry.
+Two records, so that no step ever writes the history again:
 
-Every snapshot carries `schema_version`. A snapshot of another version raises
-`NoeticConfigError("CHECKPOINT_SCHEMA_MISMATCH")`; one that cannot be read raises
-`NoeticError("CHECKPOINT_CORRUPT")`. Neither is ever resumed from.
+- the **start record** at `execution:{id}:start`, written once when the execution begins:
+  its identity (`execution_id`, `thread_id`, `resource_id`), the graph input, `first_item`
+  and the item log as it stood at the start (history and turn input). Everything the steps
+  append comes back from their ledger entries, in order, or from running them again. A large
+  history is split into parts (`noetic.durable.parts`).
+- the **snapshot** at `execution:{id}:snapshot`: what changes as the execution runs — the
+  root `state` when it is plain JSON, `complete()`'s signal, the layer states (through the
+  layer runtime's `export_state()`) and `captured_at`. It is rewritten in the same atomic
+  batch as a completed step's ledger entry, when it changed (the recorder compares).
+
+Both carry a version. Another version raises `NoeticConfigError("CHECKPOINT_SCHEMA_MISMATCH")`;
+a record that does not read back as exactly what this code writes — bad JSON, nesting deeper
+than `MAX_DEPTH`, a field of the wrong shape, an item that does not parse, layer states that
+are not `export_state()` data — raises `NoeticError("CHECKPOINT_CORRUPT")` naming the
+execution and the record. Neither is ever resumed from.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, StrictBool, ValidationError
 
-from noetic.durable.items import Declarations, dump_items, load_items
-from noetic.durable.store import CheckpointStore, corrupt, decode_document, encode_document, execution_prefix
+from noetic.durable.items import Declarations, ItemsRecord, items_json, load_items
+from noetic.durable.parts import join_record, split_record
+from noetic.durable.store import (
+    CheckpointStore,
+    corrupt,
+    decode_document,
+    describe_error,
+    encode_document,
+    execution_prefix,
+)
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import Item
 
@@ -35,18 +50,26 @@ __all__ = [
     "SNAPSHOT_VERSION",
     "ExecutionSnapshot",
     "SnapshotWriter",
+    "import_layers",
     "is_plain_json",
     "load_snapshot",
     "snapshot_key",
+    "start_key",
+    "start_rows",
 ]
 
-#: The snapshot layout this code writes and reads.
-SNAPSHOT_VERSION = 1
+#: The layout of the start record and the snapshot this code writes and reads.
+SNAPSHOT_VERSION = 2
 
 
 def snapshot_key(execution_id: str) -> str:
     """Where an execution's snapshot lives."""
     return f"{execution_prefix(execution_id)}snapshot"
+
+
+def start_key(execution_id: str) -> str:
+    """Where an execution's start record lives."""
+    return f"{execution_prefix(execution_id)}start"
 
 
 def is_plain_json(value: Any) -> bool:
@@ -57,57 +80,116 @@ def is_plain_json(value: Any) -> bool:
         return False
 
 
-class ExecutionSnapshot(BaseModel):
-    """A snapshot as read back (items parsed; `state` only meaningful when `has_state`)."""
+# --- the stored shapes ----------------------------------------------------------------------
 
-    model_config = ConfigDict(frozen=True)
 
-    schema_version: int
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StartRecord(_Strict):
+    """The start record as stored."""
+
+    v: Literal[2]
     execution_id: str
     thread_id: str
     resource_id: str | None = None
     input: Any = None
+    first_item: NonNegativeInt
+    items: ItemsRecord
+
+
+class _SavedLayer(BaseModel):
+    """One layer's entry in `export_state()` data."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    state: Any = None
+    disabled: StrictBool = False
+
+
+class SavedLayers(BaseModel):
+    """The shape `LayerRuntime.export_state()` produces (further fields are the runtime's)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    layers: dict[str, _SavedLayer] = {}
+
+
+class SnapshotRecord(_Strict):
+    """The snapshot as stored."""
+
+    schema_version: Literal[2]
+    execution_id: str
+    captured_at: str
+    has_state: StrictBool = False
+    state: Any = None
+    completed: StrictBool = False
+    completion_value: Any = None
+    layers: SavedLayers | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionSnapshot:
+    """An execution as read back from its start record and snapshot (items parsed; `state`
+    only meaningful when `has_state`; `layers` is the raw `export_state()` data)."""
+
+    execution_id: str
+    thread_id: str
+    resource_id: str | None
+    input: Any
     first_item: int
     items: list[Item]
-    has_state: bool = False
-    state: Any = None
-    completed: bool = False
-    completion_value: Any = None
-    layers: Any = None
+    has_state: bool
+    state: Any
+    completed: bool
+    completion_value: Any
+    layers: Any
     captured_at: str
 
 
+# --- writing ----------------------------------------------------------------------------------
+
+
+def start_rows(ctx: Context, *, input: Any, first_item: int) -> dict[str, str]:
+    """The rows of the start record of the execution of root context `ctx`, before its first
+    step ran (its log is the base log); raises `TypeError`/`ValueError` if it is not JSON."""
+    record = {
+        "v": SNAPSHOT_VERSION,
+        "execution_id": ctx.id,
+        "thread_id": ctx.thread_id,
+        "resource_id": ctx.resource_id,
+        "input": input,
+        "first_item": first_item,
+    }
+    text = f'{encode_document(record)[:-1]},"items":{items_json(ctx.item_log.items)}}}'
+    return split_record(start_key(ctx.id), text)
+
+
 class SnapshotWriter:
-    """Captures snapshots of one execution; the parts fixed at its start are dumped once."""
+    """Captures one execution's snapshot."""
 
-    __slots__ = ("_fixed", "execution_id", "key")
+    __slots__ = ("execution_id", "key")
 
-    def __init__(self, ctx: Context, *, input: Any, first_item: int):
-        """`ctx` is the root context, before its first step ran (its log is the base log)."""
-        self.execution_id = ctx.id
-        self.key = snapshot_key(ctx.id)
-        self._fixed = {
-            "schema_version": SNAPSHOT_VERSION,
-            "execution_id": ctx.id,
-            "thread_id": ctx.thread_id,
-            "resource_id": ctx.resource_id,
-            "input": input,
-            "first_item": first_item,
-            "items": dump_items(tuple(ctx.item_log.items)),
-        }
+    def __init__(self, execution_id: str):
+        self.execution_id = execution_id
+        self.key = snapshot_key(execution_id)
 
-    async def capture(self, run: Execution) -> str:
-        """The snapshot document of `run` now (raises `TypeError`/`ValueError` if not JSON)."""
+    async def capture(self, run: Execution) -> tuple[str, str]:
+        """`(body, document)` of the snapshot of `run` now: `body` is the document without its
+        `captured_at`, to tell whether anything changed (raises `TypeError`/`ValueError` if the
+        layer states are not JSON)."""
         root = run.root
         assert root is not None
-        doc: dict[str, Any] = dict(self._fixed)
-        doc["captured_at"] = datetime.now(UTC).isoformat()
+        doc: dict[str, Any] = {"schema_version": SNAPSHOT_VERSION, "execution_id": self.execution_id}
         if is_plain_json(root.state):
             doc["has_state"], doc["state"] = True, root.state
         if root.completed:
             doc["completed"], doc["completion_value"] = True, root.completion_value
         doc["layers"] = await export_layers(run)
-        return encode_document(doc)
+        body = encode_document(doc)
+        stamp = encode_document(datetime.now(UTC).isoformat())
+        return body, f'{body[:-1]},"captured_at":{stamp}}}'
 
 
 async def export_layers(run: Execution) -> Any:
@@ -132,18 +214,63 @@ async def import_layers(run: Execution, data: Any) -> None:
             await result
 
 
+# --- reading ----------------------------------------------------------------------------------
+
+
 async def load_snapshot(
     store: CheckpointStore, execution_id: str, declarations: Declarations
 ) -> ExecutionSnapshot | None:
-    """The execution's snapshot, or None when there is none (RS-14)."""
-    key = snapshot_key(execution_id)
-    text = await store.get(key)
-    if text is None:
+    """The execution read back from its start record and snapshot, or None when it has no
+    snapshot (RS-14); see the module docstring for what raises."""
+    skey, begin = snapshot_key(execution_id), start_key(execution_id)
+    keys = [skey, *await store.list_prefix(begin)]
+    rows = await store.get_many(keys)
+    if skey not in rows:
         return None
-    raw = decode_document(key, text)
-    if not isinstance(raw, dict) or "schema_version" not in raw:
-        raise corrupt(key, "it is not a snapshot document")
-    version = raw["schema_version"]
+    raw = decode_document(skey, rows[skey], execution_id=execution_id)
+    _check_version(skey, raw, "schema_version", execution_id)
+    try:
+        snap = SnapshotRecord.model_validate(raw)
+    except ValidationError as exc:
+        raise corrupt(
+            skey, f"it is not a snapshot ({describe_error(exc)})", execution_id=execution_id
+        ) from None
+    if begin not in rows:
+        raise corrupt(begin, "the start record is missing", execution_id=execution_id)
+    raw_start = join_record(begin, rows, execution_id=execution_id)
+    _check_version(begin, raw_start, "v", execution_id)
+    try:
+        start = StartRecord.model_validate(raw_start)
+        items = load_items(start.items, declarations)
+    except (ValidationError, NoeticError, ValueError, TypeError) as exc:
+        raise corrupt(
+            begin, f"it is not a start record ({describe_error(exc)})", execution_id=execution_id
+        ) from None
+    for record, key in ((snap, skey), (start, begin)):
+        if record.execution_id != execution_id:
+            raise corrupt(key, f"it belongs to execution {record.execution_id!r}", execution_id=execution_id)
+    if start.first_item > len(items):
+        raise corrupt(begin, "first_item points past its item log", execution_id=execution_id)
+    return ExecutionSnapshot(
+        execution_id=execution_id,
+        thread_id=start.thread_id,
+        resource_id=start.resource_id,
+        input=start.input,
+        first_item=start.first_item,
+        items=items,
+        has_state=snap.has_state,
+        state=snap.state,
+        completed=snap.completed,
+        completion_value=snap.completion_value,
+        layers=raw["layers"] if snap.layers is not None else None,
+        captured_at=snap.captured_at,
+    )
+
+
+def _check_version(key: str, raw: Any, field: str, execution_id: str) -> None:
+    if not isinstance(raw, dict) or field not in raw:
+        raise corrupt(key, "it is not a record this code writes", execution_id=execution_id)
+    version = raw[field]
     if version != SNAPSHOT_VERSION:
         raise NoeticConfigError(
             "CHECKPOINT_SCHEMA_MISMATCH",
@@ -153,14 +280,3 @@ async def load_snapshot(
             execution_id=execution_id,
             found=version,
         )
-    try:
-        items = raw.get("items")
-        if not isinstance(items, dict):
-            raise ValueError("items missing")
-        parsed = {**raw, "items": load_items(items, declarations)}
-        snapshot = ExecutionSnapshot.model_validate(parsed)
-    except (ValidationError, ValueError, NoeticError) as exc:
-        raise corrupt(key, f"its fields do not read back ({exc})") from None
-    if snapshot.execution_id != execution_id:
-        raise corrupt(key, f"it belongs to execution {snapshot.execution_id!r}")
-    return snapshot

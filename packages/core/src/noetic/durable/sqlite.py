@@ -1,7 +1,9 @@
 """`SqliteCheckpointStore`: the embedded default, on the standard library's `sqlite3`.
 
 Settings follow what keeps SQLite stores from losing or locking data: WAL journaling with
-`synchronous=FULL` (a commit survives a crash of the process and of the machine), a busy
+`synchronous=FULL` by default (a commit is flushed to disk: it survives a crash of the process
+and of the machine; `synchronous="normal"`, or `?synchronous=normal` in the URL, skips the
+flush — a commit then survives a killed process but not a power loss or an OS crash), a busy
 timeout, `BEGIN IMMEDIATE` for every write (the write lock is taken up front, so two writers
 queue instead of failing mid-transaction), and a rollback on any error. Each store has one
 connection, used by one thread at a time under a lock, from `anyio.to_thread` so the event
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
@@ -40,6 +43,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS noetic_rows ("
     " key TEXT PRIMARY KEY, value TEXT NOT NULL, crc INTEGER NOT NULL) WITHOUT ROWID"
 )
+#: The `synchronous` settings offered: flush every commit, or leave flushing to checkpoints.
+SYNCHRONOUS = ("full", "normal")
 #: Primary result codes SQLite uses for a damaged file.
 _CORRUPTION = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
 
@@ -47,7 +52,13 @@ _CORRUPTION = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
 class SqliteCheckpointStore:
     """A `CheckpointStore` in one SQLite file (`":memory:"` for a private in-memory database)."""
 
-    def __init__(self, path: str, *, busy_timeout: float = 10.0):
+    def __init__(self, path: str, *, busy_timeout: float = 10.0, synchronous: str = "full"):
+        if synchronous not in SYNCHRONOUS:
+            raise NoeticConfigError(
+                "UNKNOWN_CHECKPOINT_STORE",
+                f"synchronous must be 'full' or 'normal', got {synchronous!r}",
+                hint="'full' (the default) survives a power loss; 'normal' survives a killed process only.",
+            )
         if not path:
             raise NoeticConfigError(
                 "UNKNOWN_CHECKPOINT_STORE",
@@ -56,6 +67,7 @@ class SqliteCheckpointStore:
             )
         self.path = path
         self.busy_timeout = busy_timeout
+        self.synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._claims = ClaimTable() if path == ":memory:" else FileClaimTable.for_path(f"{path}-claims")
@@ -70,18 +82,34 @@ class SqliteCheckpointStore:
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-                # Switching the mode takes a lock without waiting on the busy handler, so only a
-                # new database switches; an existing one is already in WAL (it is persistent).
-                (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
-                if str(mode).lower() != "wal":
-                    conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = FULL")
+                self._use_wal(conn)
+                conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
                 self._prepare(conn)
             except BaseException:
                 conn.close()
                 raise
             self._conn = conn
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Put a new database in WAL mode (an existing one already is: the mode is persistent).
+
+        Switching takes a lock without waiting on the busy handler, so two connections opening
+        one new file at once can see `database is locked`; the switch is retried, re-reading the
+        mode (the other connection may have switched it), until the busy timeout runs out.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() == "wal":
+                return
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)  # in a worker thread: the event loop is not held
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
@@ -180,12 +208,14 @@ class SqliteCheckpointStore:
         def transact(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.executemany(
-                    "INSERT INTO noetic_rows (key, value, crc) VALUES (?, ?, ?) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value, crc = excluded.crc",
-                    rows,
-                )
-                conn.executemany("DELETE FROM noetic_rows WHERE key = ?", gone)
+                if rows:
+                    conn.executemany(
+                        "INSERT INTO noetic_rows (key, value, crc) VALUES (?, ?, ?) "
+                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value, crc = excluded.crc",
+                        rows,
+                    )
+                if gone:  # most steps delete nothing: skip the statement
+                    conn.executemany("DELETE FROM noetic_rows WHERE key = ?", gone)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -215,7 +245,8 @@ class SqliteCheckpointStore:
 
 def sqlite_store_from_url(url: str) -> SqliteCheckpointStore:
     """The `sqlite://` factory: `sqlite:///relative.db`, `sqlite:////abs/path.db`,
-    `sqlite:///:memory:`; `?busy_timeout=seconds` sets the busy timeout."""
+    `sqlite:///:memory:`; `?busy_timeout=seconds` sets the busy timeout and
+    `?synchronous=normal` trades the flush of every commit for speed (see the module docstring)."""
     parts = urlsplit(url)
     path = parts.path[1:] if parts.path.startswith("/") else parts.path
     if parts.netloc or not path:
@@ -226,13 +257,14 @@ def sqlite_store_from_url(url: str) -> SqliteCheckpointStore:
             "sqlite:////var/lib/agent/run.db for an absolute one.",
         )
     options = parse_qs(parts.query)
-    unknown = set(options) - {"busy_timeout"}
+    unknown = set(options) - {"busy_timeout", "synchronous"}
     if unknown:
         raise NoeticConfigError(
             "UNKNOWN_CHECKPOINT_STORE",
             f"storage URL {url!r} has unknown options {sorted(unknown)}",
-            hint="The only option is ?busy_timeout=<seconds>.",
+            hint="The options are ?busy_timeout=<seconds> and ?synchronous=full|normal.",
         )
+    timeout = 10.0
     if "busy_timeout" in options:
         try:
             timeout = float(options["busy_timeout"][-1])
@@ -244,5 +276,5 @@ def sqlite_store_from_url(url: str) -> SqliteCheckpointStore:
                 f"storage URL {url!r}: busy_timeout must be a positive number of seconds",
                 hint="Write for example sqlite:///run.db?busy_timeout=10.",
             )
-        return SqliteCheckpointStore(path, busy_timeout=timeout)
-    return SqliteCheckpointStore(path)
+    synchronous = options.get("synchronous", ["full"])[-1].lower()
+    return SqliteCheckpointStore(path, busy_timeout=timeout, synchronous=synchronous)

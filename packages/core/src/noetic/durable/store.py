@@ -3,8 +3,11 @@
 A checkpoint store is an async key-value store of **JSON text**: every value is one JSON
 document, written and read back verbatim (never pickle, never class tags), and every document
 the runtime writes carries its own schema version. Keys are plain strings; the runtime owns
-the layout under `execution:{id}:` — the snapshot at `execution:{id}:snapshot` and the step
-ledger's shards at `execution:{id}:ledger:{seq:08d}`.
+the layout under `execution:{id}:` — the start record at `execution:{id}:start` (identity,
+input, base item log; written once), the snapshot at `execution:{id}:snapshot` (state,
+completion, layer states) and the step ledger's shards at `execution:{id}:ledger:{seq:08d}`.
+A record larger than 128 KiB is split into parts under `{key}:part:{n:06d}`
+(`noetic.durable.parts`), so no value a backend holds is ever larger than about that.
 
 What a backend provides:
 
@@ -26,6 +29,7 @@ registers it under a URL scheme through the `register_checkpoint_stores` hook.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote
@@ -33,13 +37,16 @@ from urllib.parse import quote
 from noetic.errors import NoeticError
 
 __all__ = [
+    "MAX_DEPTH",
     "CheckpointStore",
     "Claim",
     "corrupt",
     "decode_document",
+    "describe_error",
     "encode_document",
     "execution_locked",
     "execution_prefix",
+    "nesting_exceeds",
 ]
 
 
@@ -97,30 +104,91 @@ class CheckpointStore(Protocol):
         ...
 
 
-def encode_document(value: Any) -> str:
+#: The deepest nesting of arrays and objects a checkpoint document may have. What is recorded
+#: is held to it (a deeper output is not recorded), so a deeper stored row is damaged or forged.
+MAX_DEPTH = 200
+
+
+def encode_document(value: Any, *, max_depth: int = MAX_DEPTH) -> str:
     """`value` as compact ASCII JSON (so its length is its size in bytes).
 
-    Raises `ValueError` or `TypeError` for values JSON cannot carry (NaN, objects, …).
+    Raises `ValueError` or `TypeError` for values JSON cannot carry (NaN, objects, nesting
+    deeper than `max_depth` — less than `MAX_DEPTH` for a value that is spliced into a record).
     """
-    return json.dumps(value, allow_nan=False, separators=(",", ":"))
-
-
-def decode_document(key: str, text: str) -> Any:
-    """Parse a stored document; damaged text raises `CHECKPOINT_CORRUPT` naming the key."""
     try:
-        return json.loads(text)
+        text = json.dumps(value, allow_nan=False, separators=(",", ":"))
+    except RecursionError:
+        raise ValueError(f"it is nested deeper than {max_depth} levels") from None
+    if nesting_exceeds(text, max_depth):
+        raise ValueError(f"it is nested deeper than {max_depth} levels")
+    return text
+
+
+def decode_document(key: str, text: str, *, execution_id: str | None = None) -> Any:
+    """Parse a stored document; damaged text, or nesting deeper than `MAX_DEPTH`, raises
+    `CHECKPOINT_CORRUPT` naming the key (and the execution)."""
+    try:
+        value = json.loads(text)
     except (ValueError, TypeError) as exc:
-        raise corrupt(key, f"it is not valid JSON ({exc})") from None
+        raise corrupt(key, f"it is not valid JSON ({exc})", execution_id=execution_id) from None
+    except RecursionError:  # the C scanner's own guard: raised before any Python frame is deep
+        deep = True
+    else:
+        deep = nesting_exceeds(text)
+    if deep:
+        raise corrupt(key, f"it is nested deeper than {MAX_DEPTH} levels", execution_id=execution_id)
+    return value
 
 
-def corrupt(key: str, why: str) -> NoeticError:
+#: A JSON string literal (the unrolled form matches in linear time), and what is not a bracket.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]]+")
+_ONE_KIND = str.maketrans("{}", "[]")
+
+
+def nesting_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
+    """True when the valid JSON `text` nests arrays and objects more than `limit` deep.
+
+    Measured on the text, without parsing or walking it (so nothing deep ever reaches a
+    recursive reader): string literals are cut out, the brackets left are made one kind, and
+    each `replace("[]", "")` peels exactly one level off — at most `limit` passes, each in C.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text).translate(_ONE_KIND))
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace("[]", "")
+    return bool(brackets)
+
+
+def corrupt(key: str, why: str, *, execution_id: str | None = None) -> NoeticError:
     """The error for a damaged record: resume stops instead of continuing on bad data."""
+    owner = f" of execution {execution_id!r}" if execution_id is not None else ""
+    details: dict[str, Any] = {"key": key}
+    if execution_id is not None:
+        details["execution_id"] = execution_id
     return NoeticError(
         "CHECKPOINT_CORRUPT",
-        f"the checkpoint record {key!r} is damaged: {why}. Resume was stopped rather than "
+        f"the checkpoint record {key!r}{owner} is damaged: {why}. Resume was stopped rather than "
         "continue from bad data; clear_checkpoint() the execution and run it again",
-        key=key,
+        **details,
     )
+
+
+def describe_error(exc: BaseException) -> str:
+    """What went wrong reading a record, in one bounded line (a forged row may make it huge)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):  # a pydantic ValidationError: the first failing field and why
+        try:
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "the record"
+            return f"{where}: {first.get('msg', '')}"[:300]
+        except (TypeError, IndexError, AttributeError):
+            pass
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:300]
 
 
 def execution_locked(execution_id: str) -> NoeticError:

@@ -159,12 +159,15 @@ async def execute(
     ctx._step_count += 1
     ledger = run.ledger
     if ledger is not None:
-        found, output = ledger.replay(path, step, ctx)
+        from noetic.durable.fingerprint import input_hash
+
+        seen = input_hash(input, ctx)  # replay only for the input the entry was recorded for
+        found, output = ledger.replay(path, step, seen, ctx)
         if found:
             if span is not None:
                 span.set_attribute("noetic.replayed", True)
             return output
-        mark = ledger.mark(ctx)
+        mark = ledger.mark(ctx, seen)
     emit = run.emit
     emit("step_started", {"step_id": step.id, "kind": step.kind, "path": path})
     token = _frame.set(Frame(path))
@@ -191,7 +194,7 @@ async def execute(
         raise cancelled(ctx._abort_reason)
     emit("step_completed", {"step_id": step.id, "kind": step.kind, "path": path})
     if ledger is not None:  # the entry and the snapshot after it are one write (RS-1, RS-16)
-        await run.checkpoint(ctx, ledger.record(path, step, output, ctx, mark))
+        await run.checkpoint(ctx, ledger.record(path, step, output, ctx, mark), step_end=True)
     return output
 
 

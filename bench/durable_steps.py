@@ -1,0 +1,214 @@
+"""Durable steps side by side: what a checkpointed step costs over a bare one, against the
+physical floor of one SQLite commit, at 10 / 1,000 / 10,000 items of history (issue 17, target 1).
+
+    scripts/bootstrap.sh python bench/durable_steps.py [--repeats 5] [--out bench/results/durable_steps.md]
+
+For each history size a thread is first filled with that many items (not timed). A turn is then
+`nt.loop` over one step that appends one small assistant message; each step notes the time, and
+the per-step cost is the median time from one step to the next (a step's work and its
+checkpoint), so the turn's fixed costs (the start record, written once per turn with the history
+in it, and the loop's closing entry) are not in it and a stall of the shared machine does not
+move it. The same is measured without storage; the storage's cost per step is the difference. The floor is a bare `sqlite3` loop in the same run, on the same
+disk, committing one row of the size of a ledger entry per `BEGIN IMMEDIATE … COMMIT` with the
+same `journal_mode=WAL` and `synchronous` setting. Each number is the median of `--repeats`
+runs; the report gives the ratios the targets are stated in and the machine's load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sqlite3
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import noetic as nt
+from noetic.durable import SqliteCheckpointStore
+from noetic.items import assistant_message, user_message
+
+HISTORIES = (10, 1_000, 10_000)
+STEPS = 60
+#: (label, harness durability, SQLite synchronous)
+SETTINGS = (("step, synchronous=full", "step", "full"), ("step, synchronous=normal", "step", "normal"))
+#: About the size of one step's ledger entry (head, one item, output).
+ROW = "x" * 700
+
+
+def _graph(steps: int, stamps: list[float]) -> nt.Step:
+    def work(_: Any, ctx: nt.Context) -> str:
+        stamps.append(time.perf_counter())
+        ctx.item_log.append(assistant_message("a short note from one step of a long agent loop"))
+        return "ok"
+
+    return nt.loop("agent", [nt.run_code("step", work)], until=nt.until.max_steps(steps))
+
+
+def _seed(size: int) -> list[Any]:
+    items: list[Any] = []
+    for i in range(size // 2):
+        items += [user_message(f"question {i}: " + "q" * 60), assistant_message(f"answer {i}: " + "a" * 60)]
+    return items
+
+
+async def _per_step(storage: str | None, durability: str, history: int) -> tuple[float, float]:
+    """`(per step, turn start)` in a turn of `STEPS` steps on a thread holding `history` items:
+    the median time from one step to the next (a step's own work plus its checkpoint), and the
+    time from the turn's start to its first step (where the start record is written)."""
+    stamps: list[float] = []
+    graph = _graph(STEPS, stamps)
+    async with nt.AgentHarness("bench", agent_graph=graph, storage=storage, durability=durability) as h:
+        await h.run(_seed(history), thread_id="t")  # fills the thread; not timed
+        stamps.clear()
+        started = time.perf_counter()
+        await h.run("go", thread_id="t")
+    return statistics.median(b - a for a, b in itertools.pairwise(stamps)), stamps[0] - started
+
+
+def _bare_commit(path: Path, synchronous: str, commits: int = 40) -> float:
+    """The median time of one commit of one ledger-sized row, written the way the store writes it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    conn.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+    times: list[float] = []
+    for i in range(commits):
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "INSERT INTO rows (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (f"k{i:08d}", ROW),
+        )
+        conn.execute("COMMIT")
+        times.append(time.perf_counter() - started)
+    conn.close()
+    return statistics.median(times)
+
+
+async def _store_write(path: Path, synchronous: str, writes: int = 40) -> float:
+    """The median time of one `SqliteCheckpointStore.write` of a ledger-sized row: the floor
+    plus the worker-thread hop and the store's own work (checksums, statements)."""
+    store = SqliteCheckpointStore(str(path), synchronous=synchronous)
+    times: list[float] = []
+    try:
+        for i in range(writes):
+            started = time.perf_counter()
+            await store.write({f"k{i:08d}": ROW})
+            times.append(time.perf_counter() - started)
+    finally:
+        await store.aclose()
+    return statistics.median(times)
+
+
+async def _thread_hop(hops: int = 40) -> float:
+    """The median time of handing a no-op to a worker thread and back (`anyio.to_thread`)."""
+    times: list[float] = []
+    for _ in range(hops):
+        started = time.perf_counter()
+        await anyio.to_thread.run_sync(lambda: None)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+async def measure(repeats: int) -> dict[str, Any]:
+    """Medians of every configuration, interleaved so that load changes hit them alike. The
+    floor is measured right before and right after each configuration, and each sample's ratio
+    is taken against the mean of those two (the disk's speed drifts on a shared machine)."""
+    costs: dict[tuple[str, int], list[float]] = {}
+    ratios: dict[tuple[str, int], list[float]] = {}
+    floors: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(dir=os.environ.get("NOETIC_BENCH_DIR")) as tmp:
+        for r in range(repeats):
+            for label, durability, synchronous in SETTINGS:
+                for history in HISTORIES:
+                    name = f"{r}-{synchronous}-{history}"
+                    before = _bare_commit(Path(tmp, f"floor-a-{name}.db"), synchronous)
+                    url = f"sqlite:///{tmp}/run-{name}.db?synchronous={synchronous}"
+                    durable, durable_start = await _per_step(url, durability, history)
+                    bare, bare_start = await _per_step(None, "step", history)
+                    costs.setdefault((f"start-{label}", history), []).append(durable_start - bare_start)
+                    after = _bare_commit(Path(tmp, f"floor-b-{name}.db"), synchronous)
+                    floor = (before + after) / 2
+                    floors.setdefault(synchronous, []).append(floor)
+                    writes = await _store_write(Path(tmp, f"store-{name}.db"), synchronous)
+                    costs.setdefault((f"store-{synchronous}", history), []).append(writes)
+                    costs.setdefault(("hop", history), []).append(await _thread_hop())
+                    costs.setdefault((label, history), []).append(durable - bare)
+                    costs.setdefault(("bare", history), []).append(bare)
+                    ratios.setdefault((label, history), []).append((durable - bare) / floor)
+    return {
+        "per_step": {key: statistics.median(v) for key, v in costs.items()},
+        "ratio": {key: statistics.median(v) for key, v in ratios.items()},
+        "floor": {key: statistics.median(v) for key, v in floors.items()},
+        "load": os.getloadavg(),
+        "repeats": repeats,
+    }
+
+
+def report(result: dict[str, Any]) -> str:
+    """The markdown report: µs per step, flatness and the ratio to the floor."""
+    per, ratio, floor = result["per_step"], result["ratio"], result["floor"]
+    one, five, fifteen = result["load"]
+    sizes = " | ".join(f"{h:,} items" for h in HISTORIES)
+    lines = [
+        "# Durable steps: the cost of a checkpointed step (issue 17, target 1)",
+        "",
+        f"Medians of {result['repeats']} interleaved runs; load average at the end {one:.1f} / {five:.1f} / "
+        f"{fifteen:.1f} on {os.cpu_count()} cores (a shared machine and disk: absolute numbers move "
+        "between runs, the ratios measured side by side are what to compare).",
+        "",
+        f"| µs per step | {sizes} | floor (one bare commit) |",
+        "|---|" + "---:|" * (len(HISTORIES) + 1),
+    ]
+    bare = [per[("bare", h)] * 1e6 for h in HISTORIES]
+    lines.append("| bare step, no storage | " + " | ".join(f"{v:.0f}" for v in bare) + " | |")
+    for label, _, synchronous in SETTINGS:
+        cells = " | ".join(f"{per[(label, h)] * 1e6:.0f}" for h in HISTORIES)
+        lines.append(f"| storage cost, {label} | {cells} | {floor[synchronous] * 1e6:.0f} |")
+        cells = " | ".join(f"{per[(f'store-{synchronous}', h)] * 1e6:.0f}" for h in HISTORIES)
+        lines.append(f"| of which `store.write` alone, synchronous={synchronous} | {cells} | |")
+    cells = " | ".join(f"{per[('hop', h)] * 1e6:.0f}" for h in HISTORIES)
+    lines.append(f"| of which one worker-thread hop | {cells} | |")
+    for label, _, _ in SETTINGS:
+        cells = " | ".join(f"{per[(f'start-{label}', h)] * 1e6:.0f}" for h in HISTORIES)
+        lines.append(f"| once per turn: the start record, {label} | {cells} | |")
+    lines += [
+        "",
+        f"| storage cost ÷ adjacent floor | {sizes} | largest ÷ smallest (flatness) |",
+        "|---|" + "---:|" * (len(HISTORIES) + 1),
+    ]
+    for label, _, _ in SETTINGS:
+        values = [ratio[(label, h)] for h in HISTORIES]
+        cells = " | ".join(f"{v:.2f}×" for v in values)
+        lines.append(f"| {label} | {cells} | {max(values) / min(values):.2f}× |")
+    lines += [
+        "",
+        "`storage cost` is a step with `storage='sqlite:///…'` minus the same step without storage: "
+        f"the median time from one step to the next in a turn of {STEPS} steps (so the turn's fixed "
+        "costs, the start record among them, are not in it). `floor` is one bare SQLite "
+        "commit of a ledger-sized row with the same `synchronous` setting, measured just before and "
+        "after each configuration. Targets: flatness ≤ 1.2×, storage cost ≤ 1.5× the floor. "
+        "`once per turn` is the storage's cost from the turn's start to its first step: the start "
+        "record, which holds the history and so grows with it, written once per execution.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=None, help="also write the report here")
+    args = parser.parse_args()
+    text = report(anyio.run(measure, args.repeats))
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
