@@ -86,6 +86,10 @@ class OpenRouterModel:
     #: The GenAI provider name traces carry (`gen_ai.provider.name`).
     provider_name = "openrouter"
 
+    #: `request.output_schema` is sent as a strict JSON Schema response format, so a `decide`
+    #: step reads its answers as native structured output.
+    structured_output = True
+
     def __init__(
         self,
         provider: OpenRouterProvider,

@@ -21,6 +21,7 @@ from noetic.streams import StreamEvent, TurnStream
 if TYPE_CHECKING:
     from opentelemetry.context import Context as OtelContext
 
+    from noetic.channels import ChannelStore
     from noetic.durable.ledger import LedgerWrite, StepLedger
     from noetic.durable.recorder import Recorder
     from noetic.harness import AgentHarness
@@ -84,6 +85,7 @@ class Execution:
     """Services of one root execution: its harness, thread, stream and durability hooks."""
 
     __slots__ = (
+        "_channels",
         "_prefix",
         "_stream",
         "harness",
@@ -123,6 +125,16 @@ class Execution:
         #: The OpenTelemetry tracer of this execution; None when nothing records (`noetic.tracing`).
         self.tracer = harness._tracing.tracer()
         self.trace_content = harness._tracing.content
+        self._channels: ChannelStore | None = None
+
+    @property
+    def channels(self) -> ChannelStore:
+        """The channels of this root execution, opened on first use (CH-13)."""
+        store = self._channels
+        if store is None:
+            assert self.root is not None
+            store = self._channels = self.harness._channels.for_execution(self.root.id)
+        return store
 
     # --- events -----------------------------------------------------------------------------
 
