@@ -276,9 +276,10 @@ async def test_loop_iterations_are_spans_with_their_verdicts(traces: Traces) -> 
 async def test_a_cancelled_step_ends_in_error_with_the_reason(traces: Traces) -> None:
     started = anyio.Event()
 
-    async def wait_forever(value: Any) -> Any:
+    async def wait_forever(value: Any, ctx: nt.Context) -> Any:
         started.set()
-        await anyio.sleep_forever()
+        await ctx.wait_aborted()  # abort is cooperative: user code ends on its own (CTX-17)
+        return value
 
     graph = nt.sequence("turn", [nt.run_code("slow", wait_forever)])
     h = nt.AgentHarness("h", agent_graph=graph, tracer_provider=traces.provider)
