@@ -178,8 +178,13 @@ class LayerConformance:
     ) -> None:
         """Each sampled function works from code (`ctx.context[id].fn(args)`) and as the model
         tool `"{id}/{fn}"`; the state stays plain JSON afterwards (CTX-5, LY-15)."""
-        if not sample_inputs:
-            pytest.skip("no sample_inputs given for the layer's provided functions")
+        functions = {
+            name
+            for name, decl in (getattr(layer, "provides", None) or {}).items()
+            if isinstance(decl, LayerFunction)
+        }
+        missing = functions - set(sample_inputs)
+        assert not missing, f"override `sample_inputs` with an input for each provided function: {missing}"
         caplog.set_level(logging.WARNING, logger="noetic.layers")
 
         async def call_all(value: Any, ctx: nt.Context) -> Any:
