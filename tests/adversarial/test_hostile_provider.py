@@ -8,7 +8,6 @@ own snippet, inside the run's task group, so it ends with the run (or at the wal
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -28,10 +27,9 @@ import noetic as nt
 from noetic.errors import NoeticError
 from noetic_adapters_openrouter import BillingPolicy, Deadlines, OpenRouterProvider, RetryPolicy
 
-KEY = {key!r}
 MODEL = "hostile/model"
 WALL_CLOCK = 15.0
-PRICED = {{"data": [{{"id": MODEL, "pricing": {{"prompt": "0.00001", "completion": "0.00001"}}}}]}}
+PRICED = {"data": [{"id": MODEL, "pricing": {"prompt": "0.00001", "completion": "0.00001"}}]}
 
 
 @asynccontextmanager
@@ -58,11 +56,11 @@ async def hostile_server(answer, models=None):
             auth = next((ln for ln in head.split("\\r\\n") if ln.lower().startswith("authorization:")), "")
             target = head.split("\\r\\n")[0]
             if " /api/v1/models" in target:
-                raw = models if isinstance(models, bytes) else json.dumps(models or {{"data": []}}).encode()
+                raw = models if isinstance(models, bytes) else json.dumps(models or {"data": []}).encode()
                 await send(stream, 200, "application/json", raw)
                 return
             if " /api/v1/generation" in target:
-                await send(stream, 404, "application/json", b'{{"error": {{"code": 404}}}}')
+                await send(stream, 404, "application/json", b'{"error": {"code": 404}}')
                 return
             await answer(auth.partition("Bearer ")[2], stream)
 
@@ -70,20 +68,20 @@ async def hostile_server(answer, models=None):
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
     async with anyio.create_task_group() as tg:
         tg.start_soon(listener.serve, serve)
-        yield f"http://127.0.0.1:{{port}}/api/v1"
+        yield f"http://127.0.0.1:{port}/api/v1"
         tg.cancel_scope.cancel()
 
 
 async def send(stream, status, kind, body, **headers):
-    lines = [f"HTTP/1.1 {{status}} X", f"Content-Type: {{kind}}", "Connection: close"]
-    lines += [f"{{k.replace('_', '-')}}: {{v}}" for k, v in headers.items()]
+    lines = [f"HTTP/1.1 {status} X", f"Content-Type: {kind}", "Connection: close"]
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
     if kind == "application/json":
-        lines.append(f"Content-Length: {{len(body)}}")
+        lines.append(f"Content-Length: {len(body)}")
     await stream.send(("\\r\\n".join(lines) + "\\r\\n\\r\\n").encode() + body)
 
 
 def sse(*events):
-    return b"".join(f"data: {{json.dumps(e)}}\\n\\n".encode() for e in events) + b"data: [DONE]\\n\\n"
+    return b"".join(f"data: {json.dumps(e)}\\n\\n".encode() for e in events) + b"data: [DONE]\\n\\n"
 
 
 async def run_agent(base_url, graph=None, *, api="chat", **options):
@@ -108,15 +106,15 @@ async def run_agent(base_url, graph=None, *, api="chat", **options):
 def summary(outcome):
     if isinstance(outcome, NoeticError):
         text = str(outcome) + repr(outcome) + json.dumps(outcome.details, default=repr)
-        return {{"error": {{"code": outcome.code, "message": outcome.message, "text": text}}}}
-    return {{"text": outcome.text, "input_tokens": outcome.usage.input_tokens}}
-""".format(key=KEY)
+        return {"error": {"code": outcome.code, "message": outcome.message, "text": text}}
+    return {"text": outcome.text, "input_tokens": outcome.usage.input_tokens}
+"""
 
 
 def run_case(child: Any, body: str, **sources: str) -> dict[str, Any]:
-    """Run `PROVIDER` + `NAME = source` lines + `body` (defines `main`) in a capped child;
-    returns the JSON it returned."""
-    assignments = "".join(f"{name} = {source}\n" for name, source in sources.items())
+    """Run `PROVIDER`, then `NAME = source` lines (the key and the case's inputs, as Python
+    source), then `body` (defines `main`) in a capped child; returns the JSON it returned."""
+    assignments = "".join(f"{name} = {source}\n" for name, source in {"KEY": repr(KEY), **sources}.items())
     result: dict[str, Any] = child.run(PROVIDER + assignments + body, wall_clock=45).returned()
     return result
 
@@ -284,18 +282,18 @@ async def main():
 @pytest.mark.parametrize(
     ("status", "kind", "body"),
     [
-        (200, "text/event-stream", 'b"data: " + b"[" * 200_000 + b"\\n\\n"'),
-        (200, "application/json", "b'{\"a\":' * 100_000"),
-        (400, "application/json", "b'{\"error\":' + b\"[\" * 100_000 + b\"}\""),
+        (200, "text/event-stream", b"data: " + b"[" * 200_000 + b"\n\n"),
+        (200, "application/json", b'{"a":' * 100_000),
+        (400, "application/json", b'{"error":' + b"[" * 100_000 + b"}"),
     ],
     ids=["sse-event", "json-body", "error-body"],
 )
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_json_nested_beyond_the_decoder_is_a_clear_error(
-    child: Any, status: int, kind: str, body: str, api: str
+    child: Any, status: int, kind: str, body: bytes, api: str
 ) -> None:
     """The JSON decoder recurses per level: 100k-deep data must not escape as RecursionError."""
-    result = run_case(child, RAW_ANSWER, STATUS=repr(status), KIND=repr(kind), BODY=body, API=repr(api))
+    result = run_case(child, RAW_ANSWER, STATUS=repr(status), KIND=repr(kind), BODY=repr(body), API=repr(api))
     outcome = error_of(result)
     expected = "model_error" if status == 400 else "model_stream_error"
     assert outcome["code"] == expected
