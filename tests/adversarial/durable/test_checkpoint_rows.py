@@ -93,10 +93,14 @@ async def resume():
 """
 
 
+def snippet(store: str, body: str) -> str:
+    """A case's snippet: `STORE = store`, then `ROWS`, then `body` (defines `main`)."""
+    return f"STORE = {store!r}\n" + ROWS + body
+
+
 def run_case(child: Any, store: str, body: str, **limits: float) -> dict[str, Any]:
-    """Run `STORE = store`, `ROWS` and `body` (defines `main`) in a capped child; returns the
-    JSON it returned."""
-    result: dict[str, Any] = child.run(f"STORE = {store!r}\n" + ROWS + body, **limits).returned()
+    """Run a case's snippet in a capped child; returns the JSON it returned."""
+    result: dict[str, Any] = child.run(snippet(store, body), **limits).returned()
     return result
 
 
@@ -121,12 +125,12 @@ async def main():
 """
 
 
-def field(name: str, raw: str) -> dict[str, Any]:
+def replace_field(name: str, raw: str) -> dict[str, Any]:
     """A forgery replacing the top-level field `name` with the JSON text `raw`."""
     return {"field": [name, raw]}
 
 
-def whole(text: str) -> dict[str, Any]:
+def replace_record(text: str) -> dict[str, Any]:
     """A forgery replacing the whole record with `text`."""
     return {"text": text}
 
@@ -135,20 +139,26 @@ def whole(text: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("key", "forged"),
     [
-        pytest.param(LEDGER, field("cost", '"1E+999999999"'), id="cost-overflows-to-infinity"),
-        pytest.param(LEDGER, field("cost", '"Infinity"'), id="cost-infinity"),
-        pytest.param(LEDGER, field("usage", "[" + "9" * 5000 + ",0,null]"), id="usage-5000-digit-int"),
-        pytest.param(LEDGER, field("usage", "[1e400,0,null]"), id="usage-float-overflow"),
+        pytest.param(LEDGER, replace_field("cost", '"1E+999999999"'), id="cost-overflows-to-infinity"),
+        pytest.param(LEDGER, replace_field("cost", '"Infinity"'), id="cost-infinity"),
         pytest.param(
-            LEDGER, field("items", '{"items":[],"custom":[99999999]}'), id="custom-index-out-of-range"
+            LEDGER, replace_field("usage", "[" + "9" * 5000 + ",0,null]"), id="usage-5000-digit-int"
         ),
-        pytest.param(LEDGER, whole('{"parts":2,"length":10}'), id="head-without-parts"),
-        pytest.param(LEDGER, whole("{" * 50_000), id="unterminated-50k-deep"),
-        pytest.param(LEDGER, whole('"' + "\\ud800" * 10 + '"'), id="lone-surrogates"),
-        pytest.param(START, field("first_item", "1e400"), id="first-item-infinite"),
-        pytest.param(START, field("thread_id", "[" * 150_000 + "]" * 150_000), id="thread-id-150k-deep"),
-        pytest.param(SNAPSHOT, field("layers", '{"layers":{"x":{"disabled":1}}}'), id="layer-disabled-int"),
-        pytest.param(SNAPSHOT, field("completed", '"true"'), id="completed-string"),
+        pytest.param(LEDGER, replace_field("usage", "[1e400,0,null]"), id="usage-float-overflow"),
+        pytest.param(
+            LEDGER, replace_field("items", '{"items":[],"custom":[99999999]}'), id="custom-index-out-of-range"
+        ),
+        pytest.param(LEDGER, replace_record('{"parts":2,"length":10}'), id="head-without-parts"),
+        pytest.param(LEDGER, replace_record("{" * 50_000), id="unterminated-50k-deep"),
+        pytest.param(LEDGER, replace_record('"' + "\\ud800" * 10 + '"'), id="lone-surrogates"),
+        pytest.param(START, replace_field("first_item", "1e400"), id="first-item-infinite"),
+        pytest.param(
+            START, replace_field("thread_id", "[" * 150_000 + "]" * 150_000), id="thread-id-150k-deep"
+        ),
+        pytest.param(
+            SNAPSHOT, replace_field("layers", '{"layers":{"x":{"disabled":1}}}'), id="layer-disabled-int"
+        ),
+        pytest.param(SNAPSHOT, replace_field("completed", '"true"'), id="completed-string"),
     ],
 )
 def test_a_forged_record_is_corrupt(child: Any, store: str, key: str, forged: dict[str, Any]) -> None:
@@ -197,7 +207,7 @@ async def main():
 
 @stores
 def test_a_forged_entry_of_a_future_version_is_a_schema_mismatch(child: Any, store: str) -> None:
-    outcome = child.run(f"STORE = {store!r}\n" + ROWS + FUTURE_VERSION)
+    outcome = child.run(snippet(store, FUTURE_VERSION))
     outcome.raised("CHECKPOINT_SCHEMA_MISMATCH")
     assert outcome.data["raised"]["type"] == "NoeticConfigError"
 
