@@ -1,59 +1,60 @@
 """A hostile model provider on 127.0.0.1, as a user meets it: through `AgentHarness` and
 `call_model`, with a real socket. It echoes the key into every field, sends costs that are
 not costs, streams keep-alives forever and fields of impossible shapes. Every run ends within
-its bounds with a `NoeticError` that carries no key, and accounting stays honest."""
+its bounds with a `NoeticError` that carries no key, and accounting stays honest.
+
+Each case runs in a capped child process (the `child` fixture): the server runs in the child's
+own snippet, inside the run's task group, so it ends with the run (or at the wall clock)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+KEY = "sk-or-v1-adversarial-0f1e2d3c4b5a69788796"
+
+#: What every case's snippet starts with: the hostile server, the agent run against it, and
+#: `summary(outcome)`, the JSON the child returns for the parent to assert on.
+PROVIDER = """
 import json
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 import anyio.abc
 import noetic as nt
-import pytest
 from noetic.errors import NoeticError
 from noetic_adapters_openrouter import BillingPolicy, Deadlines, OpenRouterProvider, RetryPolicy
 
-pytestmark = pytest.mark.anyio
-
-KEY = "sk-or-v1-adversarial-0f1e2d3c4b5a69788796"
 MODEL = "hostile/model"
 WALL_CLOCK = 15.0
-Answer = Callable[[str, anyio.abc.ByteStream], Awaitable[None]]
 PRICED = {"data": [{"id": MODEL, "pricing": {"prompt": "0.00001", "completion": "0.00001"}}]}
 
 
 @asynccontextmanager
-async def hostile_server(answer: Answer, models: Any = None) -> AsyncIterator[str]:
-    """A one-request-per-connection HTTP server: `/models` answers `models` (no prices by
-    default), `/generation` never has the record, anything else calls `answer(key, stream)`."""
+async def hostile_server(answer, models=None):
+    # One request per connection: `/models` answers `models` (no prices by default),
+    # `/generation` never has the record, anything else calls `answer(key, stream)`.
 
-    async def serve(stream: anyio.abc.ByteStream) -> None:
+    async def serve(stream):
         async with stream:
             data = b""
-            while b"\r\n\r\n" not in data:
+            while b"\\r\\n\\r\\n" not in data:
                 try:
                     data += await stream.receive()
                 except (anyio.EndOfStream, anyio.BrokenResourceError):
                     return
-            head_bytes, _, body = data.partition(b"\r\n\r\n")
+            head_bytes, _, body = data.partition(b"\\r\\n\\r\\n")
             head = head_bytes.decode("latin-1")
             length = next(
-                (
-                    int(ln.split(":")[1])
-                    for ln in head.split("\r\n")
-                    if ln.lower().startswith("content-length:")
-                ),
+                (int(ln.split(":")[1]) for ln in head.split("\\r\\n") if ln.lower().startswith("content-length:")),
                 0,
             )
             while len(body) < length:  # read the whole request: closing on unread data resets the connection
                 body += await stream.receive()
-            auth = next((ln for ln in head.split("\r\n") if ln.lower().startswith("authorization:")), "")
-            target = head.split("\r\n")[0]
+            auth = next((ln for ln in head.split("\\r\\n") if ln.lower().startswith("authorization:")), "")
+            target = head.split("\\r\\n")[0]
             if " /api/v1/models" in target:
                 raw = models if isinstance(models, bytes) else json.dumps(models or {"data": []}).encode()
                 await send(stream, 200, "application/json", raw)
@@ -71,21 +72,19 @@ async def hostile_server(answer: Answer, models: Any = None) -> AsyncIterator[st
         tg.cancel_scope.cancel()
 
 
-async def send(stream: anyio.abc.ByteStream, status: int, kind: str, body: bytes, **headers: str) -> None:
+async def send(stream, status, kind, body, **headers):
     lines = [f"HTTP/1.1 {status} X", f"Content-Type: {kind}", "Connection: close"]
     lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
     if kind == "application/json":
         lines.append(f"Content-Length: {len(body)}")
-    await stream.send(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    await stream.send(("\\r\\n".join(lines) + "\\r\\n\\r\\n").encode() + body)
 
 
-def sse(*events: Any) -> bytes:
-    return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+def sse(*events):
+    return b"".join(f"data: {json.dumps(e)}\\n\\n".encode() for e in events) + b"data: [DONE]\\n\\n"
 
 
-async def run_agent(
-    base_url: str, graph: nt.Step | None = None, *, api: str = "chat", **options: Any
-) -> tuple[nt.AgentHarness, Any]:
+async def run_agent(base_url, graph=None, *, api="chat", **options):
     provider = OpenRouterProvider(
         api_key=KEY,
         base_url=base_url,
@@ -94,7 +93,7 @@ async def run_agent(
         **options,
     )
     async with provider:
-        model = provider.model(MODEL, api=api)  # type: ignore[arg-type]
+        model = provider.model(MODEL, api=api)
         harness = nt.AgentHarness("hostile", agent_graph=graph or nt.call_model("answer"), model=model)
         with anyio.fail_after(WALL_CLOCK):
             async with harness:
@@ -104,74 +103,108 @@ async def run_agent(
                     return harness, exc
 
 
-def assert_no_key(error: NoeticError) -> None:
-    text = str(error) + repr(error) + json.dumps(error.details, default=repr)
-    assert KEY not in text and KEY[9:] not in text, text
+def summary(outcome):
+    if isinstance(outcome, NoeticError):
+        text = str(outcome) + repr(outcome) + json.dumps(outcome.details, default=repr)
+        return {"error": {"code": outcome.code, "message": outcome.message, "text": text}}
+    return {"text": outcome.text, "input_tokens": outcome.usage.input_tokens}
+"""
 
 
+def run_case(child: Any, body: str, **sources: str) -> dict[str, Any]:
+    """Run `PROVIDER`, then `NAME = source` lines (the key and the case's inputs, as Python
+    source), then `body` (defines `main`) in a capped child; returns the JSON it returned."""
+    assignments = "".join(f"{name} = {source}\n" for name, source in {"KEY": repr(KEY), **sources}.items())
+    result: dict[str, Any] = child.run(PROVIDER + assignments + body, wall_clock=45).returned()
+    return result
+
+
+def error_of(result: dict[str, Any]) -> dict[str, Any]:
+    """The `NoeticError` the run ended with; fails when it ended with a response."""
+    assert "error" in result, result
+    error: dict[str, Any] = result["error"]
+    return error
+
+
+ECHO = """
+async def answer(key, stream):
+    payload = {"error": ERROR(key), "error_type": key}
+    if WHERE == "status":
+        await send(stream, 400, "application/json", json.dumps(payload).encode(), X_Generation_Id=key)
+    else:
+        await send(stream, 200, "text/event-stream", sse({"id": key, **payload}), X_Generation_Id=key[:20])
+
+async def main():
+    async with hostile_server(answer) as url:
+        _, outcome = await run_agent(url)
+    return summary(outcome)
+"""
+
+#: Error payloads echoing the key `k`, as the source of an expression.
 ECHO_SHAPES = [
+    pytest.param('{"code": k, "message": k, "type": k, "metadata": {"provider_name": k}}', id="strings"),
+    pytest.param('{"code": {"k": [k]}, "metadata": {"limit_source": [k, k], "raw": {"k": k}}}', id="nested"),
     pytest.param(
-        lambda k: {"code": k, "message": k, "type": k, "metadata": {"provider_name": k}}, id="strings"
-    ),
-    pytest.param(
-        lambda k: {"code": {"k": [k]}, "metadata": {"limit_source": [k, k], "raw": {"k": k}}}, id="nested"
-    ),
-    pytest.param(
-        lambda k: {"code": 400, "message": "x" * 300 + k, "metadata": {"provider_name": "y" * 190 + k}},
-        id="long",
+        '{"code": 400, "message": "x" * 300 + k, "metadata": {"provider_name": "y" * 190 + k}}', id="long"
     ),
 ]
 
 
 @pytest.mark.parametrize("error", ECHO_SHAPES)
 @pytest.mark.parametrize("where", ["status", "stream"])
-async def test_an_echoing_proxy_cannot_place_the_key_anywhere(error: Any, where: str) -> None:
-    async def answer(key: str, stream: anyio.abc.ByteStream) -> None:
-        payload = {"error": error(key), "error_type": key}
-        if where == "status":
-            await send(stream, 400, "application/json", json.dumps(payload).encode(), X_Generation_Id=key)
-        else:
-            await send(
-                stream, 200, "text/event-stream", sse({"id": key, **payload}), X_Generation_Id=key[:20]
-            )
-
-    async with hostile_server(answer) as url:
-        _, outcome = await run_agent(url)
-    assert isinstance(outcome, NoeticError)
-    assert outcome.code == "model_error"
-    assert_no_key(outcome)
+def test_an_echoing_proxy_cannot_place_the_key_anywhere(child: Any, error: str, where: str) -> None:
+    outcome = error_of(run_case(child, ECHO, ERROR=f"lambda k: {error}", WHERE=repr(where)))
+    assert outcome["code"] == "model_error"
+    assert KEY not in outcome["text"] and KEY[9:] not in outcome["text"], outcome["text"]
 
 
-@pytest.mark.parametrize("cost", [-1000, math.nan, math.inf, -math.inf, "0", "1e-9", [0], True, 1e400])
-@pytest.mark.parametrize("priced", [True, False])
-async def test_no_cost_lets_a_loop_past_max_cost(cost: Any, priced: bool) -> None:
-    """Each answer claims a bogus cost (and negative tokens); the loop still stops at its
-    budget, because every such call is held at its ceiling — unbounded without a price list."""
-    calls = 0
+SPEND = """
+calls = 0
 
-    async def answer(_: str, stream: anyio.abc.ByteStream) -> None:
-        nonlocal calls
-        calls += 1
-        usage = {"prompt_tokens": -50, "completion_tokens": 5, "cost": cost}
-        chunk = {
-            "id": f"g{calls}",
-            "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}],
-        }
-        await send(
-            stream, 200, "text/event-stream", sse(chunk, {"id": f"g{calls}", "choices": [], "usage": usage})
-        )
+async def answer(_, stream):
+    global calls
+    calls += 1
+    usage = {"prompt_tokens": -50, "completion_tokens": 5, "cost": COST}
+    chunk = {"id": f"g{calls}", "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
+    await send(stream, 200, "text/event-stream", sse(chunk, {"id": f"g{calls}", "choices": [], "usage": usage}))
 
+async def main():
     graph = nt.loop(
         "spend",
         [nt.call_model("answer", params={"max_output_tokens": 1000})],
         until=nt.until.max_cost(0.02),
         max_iterations=25,
     )
-    async with hostile_server(answer, PRICED if priced else None) as url:
+    async with hostile_server(answer, PRICED if IS_PRICED else None) as url:
         _, outcome = await run_agent(url, graph)
-    assert not isinstance(outcome, NoeticError), outcome
-    assert outcome.usage.input_tokens == 0  # negative counts clamped, never subtracted
-    assert calls == (2 if priced else 1)  # ~0.01 USD held per priced call; unbounded otherwise
+    return {"calls": calls, **summary(outcome)}
+"""
+
+
+#: Costs that are not costs, as the source of an expression.
+BOGUS_COSTS = ["-1000", "math.nan", "math.inf", "-math.inf", "'0'", "'1e-9'", "[0]", "True", "1e400"]
+
+
+@pytest.mark.parametrize("cost", BOGUS_COSTS)
+@pytest.mark.parametrize("priced", [True, False])
+def test_no_cost_lets_a_loop_past_max_cost(child: Any, cost: str, priced: bool) -> None:
+    """Each answer claims a bogus cost (and negative tokens); the loop still stops at its
+    budget, because every such call is held at its ceiling — unbounded without a price list."""
+    result = run_case(child, SPEND, COST=cost, IS_PRICED=repr(priced))
+    assert "error" not in result, result
+    assert result["input_tokens"] == 0  # negative counts clamped, never subtracted
+    assert result["calls"] == (2 if priced else 1)  # ~0.01 USD held per priced call; unbounded otherwise
+
+
+ONE_ANSWER = """
+async def answer(_, stream):
+    await send(stream, 200, "text/event-stream", sse(EVENT))
+
+async def main():
+    async with hostile_server(answer) as url:
+        _, outcome = await run_agent(url, api=API)
+    return summary(outcome)
+"""
 
 
 @pytest.mark.parametrize(
@@ -187,16 +220,12 @@ async def test_no_cost_lets_a_loop_past_max_cost(cost: Any, priced: bool) -> Non
         {"usage": {"prompt_tokens": "many"}, "choices": []},
     ],
 )
-async def test_impossible_shapes_never_surface_as_python_errors(chunk: dict[str, Any]) -> None:
-    async def answer(_: str, stream: anyio.abc.ByteStream) -> None:
-        await send(stream, 200, "text/event-stream", sse({"id": "g", **chunk}))
-
-    async with hostile_server(answer) as url:
-        _, outcome = await run_agent(url)
-    if isinstance(outcome, NoeticError):
-        assert outcome.code == "model_stream_error", outcome
+def test_impossible_shapes_never_surface_as_python_errors(child: Any, chunk: dict[str, Any]) -> None:
+    result = run_case(child, ONE_ANSWER, EVENT=repr({"id": "g", **chunk}), API=repr("chat"))
+    if "error" in result:
+        assert result["error"]["code"] == "model_stream_error", result
     else:  # an ignorable oddity: the round still ended with a response
-        assert outcome.text == ""
+        assert result["text"] == ""
 
 
 @pytest.mark.parametrize(
@@ -208,37 +237,46 @@ async def test_impossible_shapes_never_surface_as_python_errors(chunk: dict[str,
         [{"type": "reasoning", "summary": 5}],
     ],
 )
-async def test_impossible_responses_output_never_surfaces_as_python_errors(output: list[Any]) -> None:
+def test_impossible_responses_output_never_surfaces_as_python_errors(child: Any, output: list[Any]) -> None:
     """A nameless function call would otherwise loop the tool rounds until their limit."""
-
-    async def answer(_: str, stream: anyio.abc.ByteStream) -> None:
-        final = {
-            "type": "response.completed",
-            "response": {"id": "g", "status": "completed", "output": output},
-        }
-        await send(stream, 200, "text/event-stream", sse(final))
-
-    async with hostile_server(answer) as url:
-        _, outcome = await run_agent(url, api="responses")
-    if isinstance(outcome, NoeticError):
-        assert outcome.code == "model_stream_error", outcome
-        assert "has no name" in outcome.message
+    final = {"type": "response.completed", "response": {"id": "g", "status": "completed", "output": output}}
+    result = run_case(child, ONE_ANSWER, EVENT=repr(final), API=repr("responses"))
+    if "error" in result:
+        assert result["error"]["code"] == "model_stream_error", result
+        assert "has no name" in result["error"]["message"]
     else:  # unreadable items are kept verbatim as extension items; the turn ends normally
-        assert outcome.text == ""
+        assert result["text"] == ""
 
 
-async def test_keepalives_forever_end_at_the_deadline() -> None:
-    async def answer(_: str, stream: anyio.abc.ByteStream) -> None:
-        await send(stream, 200, "text/event-stream", b"")
-        while True:
-            await stream.send(b": OPENROUTER PROCESSING\n\n")
-            await anyio.sleep(0.01)
+KEEPALIVES = """
+async def answer(_, stream):
+    await send(stream, 200, "text/event-stream", b"")
+    while True:  # ends when the server's task group is cancelled, after the run
+        await stream.send(b": OPENROUTER PROCESSING\\n\\n")
+        await anyio.sleep(0.01)
 
+async def main():
     async with hostile_server(answer) as url:
         _, outcome = await run_agent(url, deadlines=Deadlines(idle=None, total=0.5))
-    assert isinstance(outcome, NoeticError)
-    assert outcome.code == "model_stream_error"
-    assert "total deadline" in outcome.message
+    return summary(outcome)
+"""
+
+
+def test_keepalives_forever_end_at_the_deadline(child: Any) -> None:
+    outcome = error_of(run_case(child, KEEPALIVES))
+    assert outcome["code"] == "model_stream_error"
+    assert "total deadline" in outcome["message"]
+
+
+RAW_ANSWER = """
+async def answer(_, stream):
+    await send(stream, STATUS, KIND, BODY)
+
+async def main():
+    async with hostile_server(answer) as url:
+        _, outcome = await run_agent(url, api=API)
+    return summary(outcome)
+"""
 
 
 @pytest.mark.parametrize(
@@ -251,33 +289,33 @@ async def test_keepalives_forever_end_at_the_deadline() -> None:
     ids=["sse-event", "json-body", "error-body"],
 )
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_json_nested_beyond_the_decoder_is_a_clear_error(
-    status: int, kind: str, body: bytes, api: str
+def test_json_nested_beyond_the_decoder_is_a_clear_error(
+    child: Any, status: int, kind: str, body: bytes, api: str
 ) -> None:
     """The JSON decoder recurses per level: 100k-deep data must not escape as RecursionError."""
-
-    async def answer(_: str, stream: anyio.abc.ByteStream) -> None:
-        await send(stream, status, kind, body)
-
-    async with hostile_server(answer) as url:
-        _, outcome = await run_agent(url, api=api)
-    assert isinstance(outcome, NoeticError), outcome
+    result = run_case(child, RAW_ANSWER, STATUS=repr(status), KIND=repr(kind), BODY=repr(body), API=repr(api))
+    outcome = error_of(result)
     expected = "model_error" if status == 400 else "model_stream_error"
-    assert outcome.code == expected
+    assert outcome["code"] == expected
     if status == 200:
-        assert "nested too deeply" in outcome.message
+        assert "nested too deeply" in outcome["message"]
 
 
-async def test_a_price_list_nested_beyond_the_decoder_leaves_the_stream_error() -> None:
-    """A cut-off call looks its price up to hold its ceiling; an undecodable price list must
-    not replace the stream error with a RecursionError (the call is held without bound)."""
+CUT_OFF = """
+async def answer(_, stream):
+    await send(stream, 200, "text/event-stream", b'data: {"id": "g", "choices": []}\\n\\n')  # no [DONE]
 
-    async def answer(_: str, stream: anyio.abc.ByteStream) -> None:
-        await send(stream, 200, "text/event-stream", b'data: {"id": "g", "choices": []}\n\n')  # no [DONE]
-
+async def main():
     deep_prices = b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     async with hostile_server(answer, deep_prices) as url:
         _, outcome = await run_agent(url)
-    assert isinstance(outcome, NoeticError), outcome
-    assert outcome.code == "model_stream_error"
-    assert "ended before [DONE]" in outcome.message
+    return summary(outcome)
+"""
+
+
+def test_a_price_list_nested_beyond_the_decoder_leaves_the_stream_error(child: Any) -> None:
+    """A cut-off call looks its price up to hold its ceiling; an undecodable price list must
+    not replace the stream error with a RecursionError (the call is held without bound)."""
+    outcome = error_of(run_case(child, CUT_OFF))
+    assert outcome["code"] == "model_stream_error"
+    assert "ended before [DONE]" in outcome["message"]
