@@ -13,6 +13,7 @@ background jobs such as cost reconciliation, then closes the model adapters it c
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from noetic.channels import ChannelStore
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import Context
 from noetic.ids import new_item_id
+from noetic.inspect_sink import EventSink, inspect_url
 from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.anchoring import AnchorStore, ContextCacheConfig
 from noetic.layers.budgets import Projection
@@ -174,6 +176,8 @@ class AgentHarness:
     the next step starts) or `"turn"` (when the turn ends); see `noetic.durable.recorder`.
     `context_cache` configures prompt-cache anchoring (a `ContextCacheConfig` or a dict such as
     `{"enabled": False}`); `projection` is the token budget of model steps that set none.
+    `inspect` (default: the `NOETIC_INSPECT` environment variable) is the URL of a running
+    `noetic inspect` page that receives every stream event live (`noetic.inspect_sink`).
     """
 
     def __init__(
@@ -194,6 +198,7 @@ class AgentHarness:
         projection: Projection | Mapping[str, Any] | None = None,
         plugins: NoeticPluginManager | Iterable[object] | None = None,
         channel_timeout: float = 30.0,
+        inspect: str | None = None,
     ):
         if not isinstance(name, str) or not name.strip():
             raise NoeticConfigError(
@@ -238,6 +243,9 @@ class AgentHarness:
         self._scope_type: type[anyio.CancelScope] | None = None
         self._background = 0
         self._background_idle: anyio.Event | None = None
+        url = inspect_url(inspect if inspect is not None else os.environ.get("NOETIC_INSPECT"))
+        #: Where stream events go live (`inspect=`), or None.
+        self.inspect_sink = EventSink(url) if url is not None else None
 
     # --- configuration ----------------------------------------------------------------------
 
@@ -444,6 +452,7 @@ class AgentHarness:
         session = self._sessions.get(key)
         if session is None:
             session = self._sessions[key] = _Session(key, self.name)
+            session.stream.tap = self.inspect_sink
         return session
 
     def _enqueue(
@@ -610,7 +619,8 @@ class AgentHarness:
         session.current = None
         session.log._listeners.clear()  # the finished execution must not stay reachable from the log
         if run.recorder is not None:
-            await run.recorder.close(run)
+            outcome = "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
+            await run.recorder.close(run, outcome)
         await run.layers.finish_root(error)
         if ctx.completed:
             output = ctx.completion_value

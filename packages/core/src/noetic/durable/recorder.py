@@ -31,6 +31,7 @@ from noetic.durable.items import Declarations
 from noetic.durable.ledger import LedgerWindow, LedgerWrite, StepLedger, StepLedgerRetention, load_ledger
 from noetic.durable.snapshot import (
     ExecutionSnapshot,
+    Outcome,
     SnapshotWriter,
     import_layers,
     is_plain_json,
@@ -165,12 +166,14 @@ class Recorder:
         if self._staged_body is not None:
             self._saved_body, self._staged_body = self._staged_body, None
 
-    async def close(self, run: Execution) -> None:
+    async def close(self, run: Execution, outcome: Outcome | None = None) -> None:
         """Write what is still staged (the turn's steps under `"turn"`, or rows a failed write
-        left), then release the claim (shielded: it must happen even on cancellation)."""
+        left) with the snapshot recording the turn's `outcome`, then release the claim
+        (shielded: it must happen even on cancellation)."""
         with anyio.CancelScope(shield=True):
             try:
-                if self._mode == "turn" or self._sets or self._deletes:
+                self._writer.outcome = outcome
+                if outcome is not None or self._mode == "turn" or self._sets or self._deletes:
                     await self.save(run)
             finally:
                 await self._claim.release()
@@ -264,8 +267,9 @@ class Restored:
         ctx = run.root
         assert ctx is not None
         snap = self.snapshot
-        run.ledger = StepLedger(ctx.id, retention=retention, recovered=self.window)
-        run.recorder = Recorder(self.store, self.claim, SnapshotWriter(ctx.id), mode=durability)
+        attempt = snap.attempt + 1
+        run.ledger = StepLedger(ctx.id, retention=retention, recovered=self.window, attempt=attempt)
+        run.recorder = Recorder(self.store, self.claim, SnapshotWriter(ctx.id, attempt), mode=durability)
         try:
             await import_layers(run, snap.layers)
         except Exception as exc:  # noqa: BLE001 - a layer rejecting forged state must not escape raw
