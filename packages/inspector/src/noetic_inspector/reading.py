@@ -173,7 +173,9 @@ def _totals(rows: list[StepTrace]) -> Totals:
 
 def _start_order(row: StepTrace) -> tuple[datetime, int]:
     """When a step started (a parent starts before its children; a tie goes to the parent)."""
-    return datetime.fromisoformat(row.completed_at) - timedelta(milliseconds=row.duration_ms), row.path.count("/")
+    return datetime.fromisoformat(row.completed_at) - timedelta(milliseconds=row.duration_ms), row.path.count(
+        "/"
+    )
 
 
 def _ancestors(path: str) -> set[str]:

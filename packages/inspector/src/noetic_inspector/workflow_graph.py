@@ -27,7 +27,7 @@ __all__ = ["workflow_graph", "workflow_graph_of_file"]
 
 #: What each node shows under its kind (a model, a tool, an expression, ...), shortened.
 _DETAIL_FIELDS = ("model", "tool", "expr", "mode", "ref")
-_DETAIL_CHARS = 60
+_DETAIL_CHARS = 30
 
 
 def _detail(node: Node) -> str:
@@ -62,10 +62,7 @@ def workflow_graph(source: Any) -> dict[str, Any]:
         if isinstance(node, SequenceNode):
             if children:
                 edges.append({"from": path, "to": children[0][0], "kind": "child"})
-            edges.extend(
-                {"from": a[0], "to": b[0], "kind": "next"}
-                for a, b in itertools.pairwise(children)
-            )
+            edges.extend({"from": a[0], "to": b[0], "kind": "next"} for a, b in itertools.pairwise(children))
             continue
         kind = "route" if isinstance(node, ConditionalNode) else "child"
         edges.extend({"from": path, "to": child, "kind": kind} for child, _ in children)
