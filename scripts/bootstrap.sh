@@ -27,6 +27,7 @@ else
   if [ ! -f .venv/.noetic-installed ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check \
       -e packages/core -e packages/adapters-openrouter -e packages/layers-scratchpad -e packages/fs-fsspec \
+      -e packages/durable-dbos \
       pytest 'anyio[trio]' hypothesis ruff mypy pyyaml types-pyyaml >&2
     touch .venv/.noetic-installed
   fi

@@ -1,4 +1,7 @@
-"""Channels: value, queue and topic modes, parking, timeouts and abort (CH-1..CH-9, CTX-12)."""
+"""Channels: value, queue and topic modes, parking, timeouts and abort (CH-1..CH-9, CTX-12).
+
+Channels belong to one root execution (CH-13), so contexts that talk to each other here are
+children of one root made with `create_context`."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ from pydantic import BaseModel
 pytestmark = pytest.mark.anyio
 
 
-async def harness_ctx(h: nt.AgentHarness) -> nt.Context:
-    return h.create_context()
+def contexts(h: nt.AgentHarness, n: int) -> list[nt.Context]:
+    """`n` contexts of one root execution (they share its channels)."""
+    root = h.create_context()
+    return [h.create_context(parent=root) for _ in range(n)]
 
 
 def make_harness(timeout: float = 30.0) -> nt.AgentHarness:
@@ -23,7 +28,7 @@ def make_harness(timeout: float = 30.0) -> nt.AgentHarness:
 async def test_ch_3_4_queue_capacity_one_parks_second_send_until_try_recv() -> None:
     q = nt.channel("q", schema=str, capacity=1)
     async with make_harness() as h:
-        producer, consumer = h.create_context(), h.create_context()
+        producer, consumer = contexts(h, 2)
         await producer.send(q, "a")
         done = anyio.Event()
 
@@ -79,7 +84,7 @@ async def test_ch_5_parked_send_times_out_and_its_value_never_enters_the_queue()
 async def test_ch_5_parked_send_of_an_aborted_context_raises_cancelled_not_timeout() -> None:
     q = nt.channel("q", schema=str, capacity=1)
     async with make_harness(timeout=10) as h:
-        ctx = h.create_context()
+        ctx, reader = contexts(h, 2)
         await ctx.send(q, "a")
         errors: list[nt.NoeticError] = []
 
@@ -95,8 +100,8 @@ async def test_ch_5_parked_send_of_an_aborted_context_raises_cancelled_not_timeo
                 await anyio.wait_all_tasks_blocked()
                 ctx.abort("stop")
         assert [e.code for e in errors] == ["cancelled"]
-        assert h.create_context().try_recv(q) == "a"
-        assert h.create_context().try_recv(q) is None
+        assert reader.try_recv(q) == "a"
+        assert reader.try_recv(q) is None
 
 
 async def test_ch_6_recv_times_out_with_channel_timeout() -> None:
@@ -110,7 +115,7 @@ async def test_ch_6_recv_times_out_with_channel_timeout() -> None:
 async def test_ctx_12_aborting_one_receiver_leaves_the_other_waiting() -> None:
     q = nt.channel("q", schema=str)
     async with make_harness() as h:
-        a, b = h.create_context(), h.create_context()
+        a, b, c = contexts(h, 3)
         results: dict[str, Any] = {}
 
         async def recv(name: str, ctx: nt.Context) -> None:
@@ -127,7 +132,7 @@ async def test_ctx_12_aborting_one_receiver_leaves_the_other_waiting() -> None:
                 a.abort("only a")
                 await anyio.wait_all_tasks_blocked()
                 assert results == {"a": "cancelled"}
-                await a.root.harness.create_context().send(q, "x")
+                await c.send(q, "x")
         assert results == {"a": "cancelled", "b": "x"}
 
 

@@ -9,7 +9,7 @@ import anyio
 import noetic as nt
 import pytest
 from noetic.custom_items import CustomItem
-from noetic.items import ExtensionItem, MessageItem
+from noetic.items import ExtensionItem, MessageItem, dump_item
 from pydantic import BaseModel
 
 pytestmark = pytest.mark.anyio
@@ -80,10 +80,9 @@ def test_ci_2_output_must_be_an_object_without_id_or_type() -> None:
     with pytest.raises(nt.NoeticConfigError) as err:
         nt.custom_item("a:b", output={"type": "object", "properties": {"id": {"type": "string"}}})
     assert "id" in err.value.message
-    for field in ("type", "status", "data"):
-        with pytest.raises(nt.NoeticConfigError) as err:
-            nt.custom_item("a:b", output={"type": "object", "properties": {field: {"type": "string"}}})
-        assert field in err.value.message
+    with pytest.raises(nt.NoeticConfigError) as err:
+        nt.custom_item("a:b", output={"type": "object", "properties": {"type": {"type": "string"}}})
+    assert "type" in err.value.message
     with pytest.raises(nt.NoeticConfigError):
         nt.custom_item("a:b", output={"type": "object", "properties": {"x": {"type": 5}}})
 
@@ -98,9 +97,7 @@ async def test_ci_5_seed_crawl_streams_three_events_and_one_final_item_sharing_o
     assert len({s.id for s in snapshots}) == 1
     logged = [i for i in response.items if isinstance(i, CustomItem)]
     assert len(logged) == 1 and logged[0].id == final.id
-    assert ExtensionItem.model_validate(logged[0].model_dump()).model_dump(
-        mode="json", exclude_none=True
-    ) == {"id": final.id, "status": "completed", "type": "myapp:progress", "data": {}, "done": 3, "of": 3}
+    assert dump_item(logged[0]) == {"id": final.id, "type": "myapp:progress", "done": 3, "of": 3}
     custom_events = [e for e in events if nt.is_custom_item_event(e, progress)]
     assert [e.data.event.done for e in custom_events] == [1, 2, 3]
     assert all(e.type == "jobs:custom_item_event" and e.data.id == final.id for e in custom_events)
@@ -309,3 +306,76 @@ def test_is_custom_item_narrows_to_the_declared_output_for_type_checkers(tmp_pat
     stdout, _, status = api.run(["--strict", "--no-incremental", str(source)])
     assert 'Revealed type is "narrowing.Out"' in stdout and 'Revealed type is "narrowing.Ev"' in stdout
     assert status == 0, stdout
+
+
+# --- the final item is exactly {id, type, **output} (CI-2) -----------------------------------
+
+job = nt.custom_item(
+    "myapp:job",
+    event={"type": "object", "properties": {"pct": {"type": "number"}}, "required": ["pct"]},
+    output={
+        "type": "object",
+        "properties": {"status": {"enum": ["running", "done"]}, "data": {"type": "array"}},
+        "required": ["status", "data"],
+    },
+)
+
+
+def job_step() -> nt.Step:
+    def body(_: Any) -> Iterator[dict[str, float]]:
+        yield {"pct": 50.0}
+        return None
+
+    return nt.run_code(
+        "job",
+        body,
+        custom_items={"job": job},
+        emit_items={"item": "job", "on_done": lambda _: {"status": "done", "data": [1, 2]}},
+    )
+
+
+async def test_ci_2_status_and_data_are_ordinary_output_fields() -> None:
+    response, items, _ = await run_collecting(job_step())
+    final = next(i for i in response.items if nt.is_custom_item(i, job))
+    assert final.status == "done" and final.data == [1, 2] and final.is_complete
+    assert dump_item(final) == {"id": final.id, "type": "myapp:job", "status": "done", "data": [1, 2]}
+    assert final.model_dump() == dump_item(final)
+    snapshots = [i for i in items if nt.is_custom_item(i, job) and not i.is_complete]
+    assert [s.event for s in snapshots] == [{"pct": 50.0}]
+
+
+async def test_ci_2_the_log_and_the_checkpoint_hold_exactly_the_declared_fields(tmp_path: Any) -> None:
+    from noetic.durable.items import dump_items, load_items
+
+    response, _, _ = await run_collecting(crawl_step(), ["a", "b"])
+    final = next(i for i in response.items if nt.is_custom_item(i, progress))
+    record = dump_items([final])
+    assert record["items"] == [{"id": final.id, "type": "myapp:progress", "done": 2, "of": 2}]
+    (restored,) = load_items(record, {"myapp:progress": progress})
+    assert nt.is_custom_item(restored, progress) and restored.output == Progress(done=2, of=2)
+    assert dump_item(restored) == dump_item(final)
+    legacy = {"items": [{**record["items"][0], "status": "completed", "data": {}}], "custom": [0]}
+    (old,) = load_items(legacy, {"myapp:progress": progress})
+    assert nt.is_custom_item(old, progress) and dump_item(old) == dump_item(final)
+    db = f"sqlite:///{tmp_path / 'ci.db'}"
+    async with nt.AgentHarness("jobs", agent_graph=job_step(), storage=db) as h:
+        first = await h.run("", execution_id="e1")
+    async with nt.AgentHarness("jobs", agent_graph=job_step(), storage=db) as h:
+        again = await h.resume("e1")
+    (kept,) = [i for i in again.items if isinstance(i, CustomItem)]
+    assert dump_item(kept) == {"id": kept.id, "type": "myapp:job", "status": "done", "data": [1, 2]}
+    assert kept.id == next(i.id for i in first.items if isinstance(i, CustomItem))
+
+
+async def test_ci_2_an_open_output_schema_still_cannot_set_id_or_type() -> None:
+    loose = nt.custom_item("myapp:loose", output={"type": "object"})
+    step = nt.run_code(
+        "s",
+        lambda v: v,
+        custom_items={"loose": loose},
+        emit_items={"item": "loose", "on_done": lambda _: {"id": "mine", "n": 1}},
+    )
+    async with nt.AgentHarness("h", agent_graph=step) as h:
+        with pytest.raises(nt.NoeticError) as err:
+            await h.run("x")
+    assert err.value.code == "INVALID_CUSTOM_ITEM" and err.value.field == "id"

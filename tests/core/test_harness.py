@@ -181,7 +181,7 @@ async def test_ha_6_failed_turn_ends_the_stream_with_turn_failed() -> None:
 async def test_ha_7_abort_stops_the_running_turn_and_the_thread_keeps_working() -> None:
     async def hang(value: str, ctx: nt.Context) -> str:
         if value == "hang":
-            await anyio.sleep(30)
+            await ctx.wait_aborted()  # abort is cooperative: user code is never cut (CTX-17)
         return value
 
     async with nt.AgentHarness("h", agent_graph=nt.run_code("b", hang)) as h:

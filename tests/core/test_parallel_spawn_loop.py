@@ -12,6 +12,10 @@ from noetic.testing import ScriptedModel, text_reply
 
 pytestmark = pytest.mark.anyio
 
+#: A channel nothing is ever sent to: a path blocked on it waits in a Noetic wait, which abort
+#: rejects (user code of its own, such as `anyio.sleep`, is never cut by abort: CTX-17).
+NEVER = nt.channel("never", schema=str)
+
 
 async def run_graph(graph: nt.Step, input: Any = "", **harness: Any) -> nt.HarnessResponse:
     async with nt.AgentHarness("t", agent_graph=graph, **harness) as h:
@@ -29,7 +33,7 @@ async def test_lc_1_all_failure_aborts_the_slow_sibling_and_raises_fork_partial(
     slow_finished: list[bool] = []
 
     async def slow(_: Any, ctx: nt.Context) -> str:
-        await anyio.sleep(30)
+        await ctx.recv(NEVER, timeout=0)
         slow_finished.append(True)
         return "slow"
 
@@ -62,8 +66,8 @@ async def test_lc_1_all_returns_outputs_in_path_order_and_merge_gets_them() -> N
 
 
 async def test_lc_2_parent_abort_gives_cancelled_not_fork_partial() -> None:
-    async def slow(_: Any) -> None:
-        await anyio.sleep(30)
+    async def slow(_: Any, ctx: nt.Context) -> None:
+        await ctx.recv(NEVER, timeout=0)
 
     def stop_parent(_: Any, ctx: nt.Context) -> None:
         assert ctx.parent is not None
@@ -85,7 +89,7 @@ async def test_lc_3_race_first_success_wins_losers_are_cancelled_and_winner_stat
 
     async def slow(_: Any, ctx: nt.Context) -> str:
         ctx.state["by"] = "slow"
-        await anyio.sleep(30)
+        await ctx.recv(NEVER, timeout=0)
         finished.append("slow")
         return "slow"
 
@@ -169,7 +173,7 @@ async def test_sp_7_spawn_timeout_aborts_the_child_and_raises_cancelled() -> Non
 
     async def hang(_: Any, ctx: nt.Context) -> None:
         seen.append(ctx)
-        await anyio.sleep(30)
+        await ctx.recv(NEVER, timeout=0)
 
     with anyio.fail_after(5), pytest.raises(nt.NoeticError) as err:
         await run_graph(nt.spawn("sp", nt.run_code("hang", hang), timeout=0.05))

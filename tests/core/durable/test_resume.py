@@ -162,7 +162,7 @@ async def test_check_55_rs_3_five_paths_resume_runs_only_the_unfinished_ones(
     released = [anyio.Event() for _ in finish_order]
 
     def worker(i: int) -> nt.Step:
-        async def body(_: Any) -> str:
+        async def body(_: Any, ctx: nt.Context) -> str:
             runs[attempt["n"]].append(i)
             if i in finish_order and blocking["on"]:
                 k = finish_order.index(i)
@@ -170,7 +170,7 @@ async def test_check_55_rs_3_five_paths_resume_runs_only_the_unfinished_ones(
                     await released[k - 1].wait()
                 released[k].set()
             elif blocking["on"]:
-                await anyio.sleep_forever()
+                await ctx.wait_aborted()  # abort is cooperative (CTX-17)
             return f"w{i}"
 
         return nt.run_code("w", body)  # one id for all five: keys come from positions alone

@@ -193,7 +193,7 @@ async def test_sp_5_failed_and_lost_paths_merge_nothing_but_are_torn_down(
 
     async def slow(value: Any, ctx: nt.Context) -> Any:
         started.set()
-        await anyio.sleep_forever()
+        await ctx.wait_aborted()  # abort is cooperative (CTX-17)
 
     async def fast(value: Any, ctx: nt.Context) -> Any:
         await started.wait()
@@ -211,8 +211,8 @@ async def test_sp_5_failed_and_lost_paths_merge_nothing_but_are_torn_down(
 async def test_spawn_timeout_tears_the_child_layers_down(events: Events, probe: Callable[..., Any]) -> None:
     """A spawn timeout aborts the child through the runtime: its layers complete as aborted."""
 
-    async def hang(value: Any) -> Any:
-        await anyio.sleep_forever()
+    async def hang(value: Any, ctx: nt.Context) -> Any:
+        await ctx.wait_aborted()  # abort is cooperative (CTX-17)
 
     graph = nt.spawn("s", nt.run_code("h", hang), timeout=0.05, layers=[probe("inner")])
     with anyio.fail_after(5):

@@ -330,7 +330,7 @@ async def test_ctx_14_cancel_tears_down_child_before_parent_once(
     async def hang(value: Any, ctx: nt.Context) -> Any:
         contexts.append(ctx)
         blocked.set()
-        await anyio.sleep_forever()
+        await ctx.wait_aborted()  # abort is cooperative (CTX-17)
 
     graph = nt.spawn("child", nt.run_code("hang", hang), layers=[probe("inner")])
     with anyio.fail_after(5):  # hang guard only

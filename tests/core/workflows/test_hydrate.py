@@ -242,9 +242,11 @@ async def test_call_model_params_and_server_tools_reach_the_model(run_graph: Any
     }
 
 
-async def test_invoke_tool_merges_the_input_with_args(run_graph: Any) -> None:
-    flow = nt.workflow("w", doc({"kind": "invokeTool", "id": "t", "toolName": "lookup"}), tools=[lookup])
-    assert await run_graph(flow, {"query": "tea"}) == "result for tea"
+async def test_invoke_tool_calls_the_tool_with_its_args_alone(run_graph: Any) -> None:
+    node = {"kind": "invokeTool", "id": "t", "toolName": "lookup", "args": {"query": "tea"}}
+    assert (
+        await run_graph(nt.workflow("w", doc(node), tools=[lookup]), {"query": "coffee"}) == "result for tea"
+    )
 
 
 def test_check_52_an_unknown_tool_names_the_node_path() -> None:

@@ -73,6 +73,10 @@ class _Call:
 class OpenRouterModel:
     """A model on OpenRouter (see the module docstring). Build it with `OpenRouterProvider.model`."""
 
+    #: `request.output_schema` is sent as a strict JSON Schema response format, so a `decide`
+    #: step reads its answers as native structured output.
+    structured_output = True
+
     def __init__(
         self,
         provider: OpenRouterProvider,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from noetic.channels import Channel, channel
+from noetic.channels import Channel, ChannelHandle, channel
 from noetic.custom_items import (
     CustomItem,
     CustomItemDecl,
@@ -51,6 +51,7 @@ from noetic.layers import (
 from noetic.predicates import LoopSnapshot, Verdict, all_, any_, until
 from noetic.steps.base import Step
 from noetic.steps.code import run_code
+from noetic.steps.decide import Question, decide, question
 from noetic.steps.flow import conditional, sequence
 from noetic.steps.loop import loop
 from noetic.steps.model_call import call_model
@@ -65,6 +66,7 @@ __all__ = [
     "AgentHarness",
     "CallResult",
     "Channel",
+    "ChannelHandle",
     "Context",
     "ContextCacheConfig",
     "ContextLayer",
@@ -81,6 +83,7 @@ __all__ = [
     "NoeticConfigError",
     "NoeticError",
     "Projection",
+    "Question",
     "RecallResult",
     "Return",
     "ReturnResult",
@@ -100,6 +103,7 @@ __all__ = [
     "conditional",
     "context",
     "custom_item",
+    "decide",
     "hookimpl",
     "in_parallel",
     "invoke_tool",
@@ -108,6 +112,7 @@ __all__ = [
     "layer_data",
     "layer_function",
     "loop",
+    "question",
     "run_code",
     "sequence",
     "spawn",

@@ -1,6 +1,7 @@
 """The `noetic` command line: `noetic --version`, `noetic plugins`, and for workflow documents
 `noetic schema`, `noetic validate DOC` and `noetic run DOC`; `noetic context` shows how a model
-call spent its context window, per layer.
+call spent its context window, per layer. Plugins add subcommands of their own through the
+`register_commands` hook (see `noetic.plugin_commands`).
 
 Each subcommand lives in its own function taking the parsed arguments and returning an exit
 status; `main` only parses and dispatches.
@@ -12,6 +13,10 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from noetic.plugins import NoeticPluginManager
 
 __all__ = ["main"]
 
@@ -75,7 +80,8 @@ def _context(args: argparse.Namespace) -> int:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(pm: NoeticPluginManager | None = None) -> tuple[argparse.ArgumentParser, set[str]]:
+    """The argument parser and the names of its subcommands (core ones, then `pm`'s plugins')."""
     parser = argparse.ArgumentParser(prog="noetic", description="Noetic for Python.")
     parser.add_argument("--version", action="store_true", help="print the noetic-core version")
     commands = parser.add_subparsers(dest="command")
@@ -105,13 +111,32 @@ def _parser() -> argparse.ArgumentParser:
     context.add_argument("--thread", help="thread id of the turn")
     context.add_argument("--json", action="store_true", help="print the snapshot as JSON")
     context.set_defaults(handler=_context)
-    return parser
+    names = set(commands.choices)
+    if pm is not None:
+        from noetic.plugin_commands import add_plugin_commands
+
+        names.update(add_plugin_commands(commands, pm, reserved=set(names), err=sys.stderr))
+    return parser, names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    parser = _parser()
-    args = parser.parse_args(argv)
+    from noetic.plugins import make_plugin_manager
+
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    pm = make_plugin_manager()
+    parser, names = _parser(pm)
+    typed = next((arg for arg in arguments if not arg.startswith("-")), None)
+    if typed is not None:
+        from noetic.plugin_commands import explain_unknown_command
+
+        message = explain_unknown_command(typed, names, pm)
+        if message is not None:
+            print(message, file=sys.stderr)
+            return 2
+    args, unknown = parser.parse_known_args(arguments)
+    if unknown and not getattr(args, "takes_any_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.version:
         import noetic
 

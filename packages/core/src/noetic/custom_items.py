@@ -23,7 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeGuard, TypeVar, overload
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.ids import new_item_id
@@ -47,7 +47,8 @@ __all__ = [
 ]
 
 #: Fields every final item carries itself; an output schema may not declare them (CI-2).
-_RESERVED_FIELDS = frozenset({"id", "type", "status", "data"})
+#: A final item is exactly `{id, type, **output}`, so `status` and `data` are free for output.
+_RESERVED_FIELDS = frozenset({"id", "type"})
 
 OutT = TypeVar("OutT")
 EventT = TypeVar("EventT")
@@ -133,19 +134,59 @@ def custom_item(
         raise NoeticConfigError(
             "INVALID_CUSTOM_ITEM_OUTPUT",
             f"custom item {type!r}: output declares {', '.join(sorted(reserved))}, which every item already has",
-            hint="Rename those fields: a final item is {id, type, status, data, **output}, so its output "
-            "fields may not be called 'id', 'type', 'status' or 'data'.",
+            hint="Rename those fields: a final item is {id, type, **output}, so its output "
+            "fields may not be called 'id' or 'type'.",
         )
     return CustomItemDecl(type, description=description, event=event_schema, output=output_schema)
 
 
 class CustomItem(ExtensionItem, Generic[OutT, EventT]):
     """A custom item: the final item (`is_complete`, output fields as attributes and in
-    `.output`) or an in-progress snapshot on the item stream (`.event` = latest payload)."""
+    `.output`) or an in-progress snapshot on the item stream (`.event` = latest payload).
+
+    A final item is exactly `{id, type, **output}` (CI-2): its wire form and its log entry hold
+    the declared fields and nothing else — no `status`, no `data` unless the output declares
+    them, in which case `item.status` / `item.data` are those output fields. Build one with
+    `CustomItem.final`, a stream snapshot with `CustomItem.snapshot`.
+    """
 
     _declaration: CustomItemDecl[Any, Any] | None = PrivateAttr(default=None)
     _event: Any = PrivateAttr(default=None)
     _output: Any = PrivateAttr(default=None)
+    #: The output field names of a final item (None for a snapshot).
+    _fields: tuple[str, ...] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def final(cls, item_id: str, type: str, fields: Mapping[str, Any]) -> CustomItem[Any, Any]:
+        """A final item of `type` whose fields are exactly `fields` (already plain JSON).
+
+        Built without validation on purpose: the output schema, not the generic item shape,
+        decides what `status` or `data` may hold.
+        """
+        item: CustomItem[Any, Any] = cls.model_construct(id=item_id, type=type, **fields)
+        item._fields = tuple(fields)
+        return item
+
+    @classmethod
+    def snapshot(
+        cls, item_id: str, type: str, decl: CustomItemDecl[Any, Any], event: Any
+    ) -> CustomItem[Any, Any]:
+        """An in-progress snapshot carrying the latest event (item stream only, never logged)."""
+        item: CustomItem[Any, Any] = cls.model_construct(id=item_id, type=type, status="in_progress")
+        item._declaration = decl
+        item._event = event
+        return item
+
+    @property
+    def is_complete(self) -> bool:
+        """True for a final item, False for an in-progress snapshot."""
+        return self._fields is not None
+
+    @model_serializer(mode="wrap")
+    def _wire(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        if self._fields is None:  # a snapshot: {id, type, status: "in_progress"}
+            return {"id": self.id, "type": self.type, "status": self.status}
+        return {"id": self.id, "type": self.type, **{name: getattr(self, name) for name in self._fields}}
 
     @property
     def declaration(self) -> CustomItemDecl[OutT, EventT] | None:
@@ -265,7 +306,18 @@ def append_final(
     except SchemaError as exc:
         raise _invalid(name, decl, "final item", exc) from None
     dumped = to_jsonable(output)
-    item: CustomItem[Any, Any] = CustomItem(id=item_id or new_item_id("ci"), type=decl.type, **dumped)
+    clash = sorted(_RESERVED_FIELDS & set(dumped))
+    if clash:  # an open output schema let them through; the runtime owns them (CI-2)
+        raise NoeticError(
+            "INVALID_CUSTOM_ITEM",
+            f"custom item {name!r} ({decl.type}): the final item's fields include {', '.join(clash)}, "
+            "which the runtime sets itself",
+            item=name,
+            type=decl.type,
+            field=clash[0],
+            expected="no 'id' or 'type' field",
+        )
+    item = CustomItem.final(item_id or new_item_id("ci"), decl.type, dumped)
     item._declaration = decl
     item._output = output
     ctx.item_log.append(item)

@@ -60,6 +60,11 @@ RUNTIME_CODES = frozenset(
         "EXECUTION_EXISTS",
         "UNKNOWN_EXECUTION",
         "LIMIT_EXCEEDED",
+        "DECISION_ANSWER_INVALID",
+        # noetic-durable-dbos: executions run by worker processes
+        "UNKNOWN_AGENT",
+        "EXECUTION_FAILED",
+        "RESULT_TIMEOUT",
     }
 )
 
@@ -108,6 +113,9 @@ CONFIG_CODES = frozenset(
         "UNKNOWN_CONTEXT_LAYER",
         "UNKNOWN_CHECKPOINT_STORE",
         "INVALID_FS_ROOT",
+        # noetic-durable-dbos: the throwaway PostgreSQL server of tests and benchmarks
+        "POSTGRES_NOT_INSTALLED",
+        "POSTGRES_FAILED",
     }
 )
 

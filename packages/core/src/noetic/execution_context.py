@@ -4,16 +4,19 @@ A Context carries identity (`id`, `parent`, `depth`), counters (`step_count`, `t
 `elapsed`, `cost`, `billed_cost`, `held_cost`), the `item_log`, user `state`, layer handles
 (`context`), channel operations and the lifecycle controls `checkpoint`, `complete` and `abort`.
 
-Abort is a flag plus cancellation: `abort(reason)` is synchronous, first call wins, and it
-cancels every abortable operation in flight on this context (a blocked `recv`, a parked
-`send`, the model stream, a running step body) — each of which then raises
-`NoeticError("cancelled")` — and cascades to every live child, never to the parent.
+Abort is a flag plus the rejection of Noetic's own waits: `abort(reason)` is synchronous, first
+call wins, sets `aborted`, and rejects every wait Noetic itself holds on this context (a blocked
+`recv`, a parked `send`, the model stream) with `NoeticError("cancelled")`; the next step and the
+next loop iteration refuse to start. It cascades to every live child, never to the parent.
+Abort never raises anyio's cancellation inside user code: a `run_code` body, a tool, a route
+or a hook keeps running to its end (it can look at `ctx.aborted` or `await ctx.wait_aborted()`),
+and its result is then discarded for `cancelled` (CTX-17).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from decimal import Decimal
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -70,7 +73,11 @@ class Span:
 
 class Abortable:
     """A cancel scope that this context's `abort` cancels; leaving it after such a
-    cancellation raises `NoeticError("cancelled")` instead of anyio's cancellation."""
+    cancellation raises `NoeticError("cancelled")` instead of anyio's cancellation.
+
+    Only Noetic's own waits (channel operations, the model stream) run inside one; user code
+    never does, so abort cannot cut a user's `await` (CTX-17).
+    """
 
     __slots__ = ("_ctx", "_scope")
 
@@ -268,18 +275,25 @@ class Context:
     # --- channels ---------------------------------------------------------------------------
 
     async def recv(self, channel: Channel[T], *, timeout: float | None = None) -> T:
-        """Receive from a channel, blocking (default timeout: the harness channel timeout)."""
-        value: T = await self._exec.harness._channels.recv(self, channel, timeout)
+        """Receive from a channel, blocking up to `timeout` seconds (default: the harness
+        channel timeout; 0 waits forever)."""
+        value: T = await self._exec.channels.recv(self, channel, timeout)
         return value
 
-    async def send(self, channel: Channel[T], value: T) -> None:
-        """Send to a channel; parks while a queue channel is at capacity."""
-        await self._exec.harness._channels.send(self, channel, value)
+    async def send(self, channel: Channel[T], value: T, *, timeout: float | None = None) -> None:
+        """Send to a channel; parks while a queue channel is at capacity, up to `timeout`
+        seconds (default: the harness channel timeout; 0 waits forever)."""
+        await self._exec.channels.send(self, channel, value, timeout)
 
     def try_recv(self, channel: Channel[T]) -> T | None:
         """Receive without blocking: the value, or None when there is none."""
-        value: T | None = self._exec.harness._channels.try_recv(channel)
+        value: T | None = self._exec.channels.try_recv(channel)
         return value
+
+    def subscribe(self, channel: Channel[T]) -> AsyncIterator[T]:
+        """Every value of `channel` from now until the execution completes (a topic's sends
+        are buffered for this subscriber, none missed); see `ChannelStore.subscribe`."""
+        return self._exec.channels.subscribe(self, channel)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -315,8 +329,9 @@ class Context:
     def abort(self, reason: str | None = None) -> None:
         """Abort this context and every live child; the first call wins (CTX-9, CTX-10).
 
-        In-flight abortable work on these contexts raises `NoeticError("cancelled")`.
-        Layer teardown does not run; use `harness.cancel(ctx, reason)` for that.
+        Noetic's waits in flight on these contexts raise `NoeticError("cancelled")`; user code
+        that is running is not interrupted (CTX-17). Layer teardown does not run; use
+        `harness.cancel(ctx, reason)` for that.
         """
         if self._aborted:
             return
@@ -338,7 +353,8 @@ class Context:
         await self._abort_event.wait()
 
     def abortable(self) -> Abortable:
-        """A cancel scope `abort` cancels, converting that cancellation to `cancelled`."""
+        """A cancel scope `abort` cancels, converting that cancellation to `cancelled`
+        (for the runtime's own waits; never wrap user code in it)."""
         return Abortable(self)
 
     # --- accounting (runtime-internal) ------------------------------------------------------

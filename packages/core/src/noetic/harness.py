@@ -18,12 +18,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.abc
 
-from noetic.channels import ChannelStore
+from noetic.channels import Channel, ChannelHandle, ChannelHub
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import Context
 from noetic.ids import new_item_id
@@ -55,6 +55,7 @@ __all__ = ["AgentHarness", "HarnessConfig", "HarnessResponse"]
 
 log = logging.getLogger("noetic.harness")
 DEFAULT_THREAD = "default"
+T = TypeVar("T")
 #: Seconds a background job (cost reconciliation) may run after its caller is gone.
 BACKGROUND_TIMEOUT = 120.0
 
@@ -236,7 +237,7 @@ class AgentHarness:
         self._fs: FsAdapter | None = None
         self._plugins_spec = plugins
         self._plugin_manager: NoeticPluginManager | None = None
-        self._channels = ChannelStore(channel_timeout)
+        self._channels = ChannelHub(channel_timeout)
         self._sessions: dict[str, _Session] = {}
         self._adapters: dict[str, ModelAdapter] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -390,6 +391,7 @@ class AgentHarness:
                     await self._store.aclose()
                     self._store = None
             self._tg = None
+            self._channels.close_all()
             # The body's own exception propagates unwrapped; only worker failures surface here.
             await tg.__aexit__(None, None, None)
 
@@ -617,6 +619,7 @@ class AgentHarness:
         ctx = run.root
         assert ctx is not None
         session.current = None
+        self._channels.close(ctx.id)  # CH-13: what the turn sent and nobody received ends here
         session.log._listeners.clear()  # the finished execution must not stay reachable from the log
         if run.recorder is not None:
             outcome = "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
@@ -729,6 +732,19 @@ class AgentHarness:
         current = self._session(thread_id).current
         if current is not None:
             current.abort(reason)
+
+    def get_channel_handle(self, channel: Channel[T], execution_id: str) -> ChannelHandle[T]:
+        """A handle on `channel` of execution `execution_id`, for code outside it (CH-10).
+
+        The execution may be running or not started yet (values sent early wait for it; pass
+        the same `execution_id=` to `execute`/`run`); once it completes the handle is `closed`.
+        """
+        return ChannelHandle(self._channels.for_handle(execution_id), channel, execution_id)
+
+    def get_channel_stream(self, channel: Channel[T], execution_id: str) -> AsyncIterator[T]:
+        """Every value of `channel` in execution `execution_id` from now on; the iteration
+        ends normally when the execution completes and never times out (CH-11)."""
+        return self.get_channel_handle(channel, execution_id).stream()
 
     async def cancel(self, ctx: Context, reason: str | None = None) -> None:
         """Abort `ctx` and its children, then run their layers' `on_complete(outcome="aborted")`

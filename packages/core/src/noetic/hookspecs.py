@@ -38,6 +38,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "register_checkpoint_stores",
+    "register_commands",
     "register_context_layers",
     "register_custom_items",
     "register_filesystems",
@@ -113,6 +114,21 @@ def register_checkpoint_stores(register: Register) -> None:
     """
 
 
+@hookspec
+def register_commands(register: Register) -> None:
+    """Register `noetic` subcommands by name.
+
+    :param register: ``register(name, command)`` where ``command`` is a
+        ``noetic.plugin_commands.PluginCommand`` (its ``help``, an ``add_arguments(parser)``
+        that adds argparse arguments, and ``run(args)`` returning the exit status), or a
+        ``"module:attr"`` string naming one. ``register("worker", ...)`` makes
+        ``noetic worker ...`` call it. Names of core commands (``run``, ``plugins``, …) are refused.
+    :return: Nothing; results are ignored.
+
+    Called once per plugin manager, when the ``noetic`` command line starts.
+    """
+
+
 #: The registration hooks, in the order the registries are filled.
 HOOK_NAMES = (
     "register_model_adapters",
@@ -120,4 +136,5 @@ HOOK_NAMES = (
     "register_filesystems",
     "register_custom_items",
     "register_checkpoint_stores",
+    "register_commands",
 )

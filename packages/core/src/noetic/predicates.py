@@ -173,11 +173,12 @@ def any_(*predicates: Until) -> Until:
 
 
 def all_(*predicates: Until) -> Until:
-    """Stop when every predicate says stop (reasons are joined)."""
+    """Stop when every predicate says stop (reasons are joined); `all_()` of nothing stops at
+    once, as "every one of no predicates" holds (the TypeScript runtime agrees)."""
 
     async def check(snap: LoopSnapshot) -> Verdict:
         verdicts = [await evaluate(p, snap) for p in predicates]
-        if verdicts and all(v.stop for v in verdicts):
+        if all(v.stop for v in verdicts):
             return Verdict(True, "; ".join(v.reason for v in verdicts if v.reason) or None)
         return Verdict(False, feedback=next((v.feedback for v in verdicts if v.feedback), None))
 

@@ -173,6 +173,13 @@ class Registries:
         )
     )
 
+    commands: Registry[Any] = field(
+        default_factory=lambda: Registry(
+            "command",
+            missing_hint="Install the plugin that provides the command; `noetic plugins` lists what is installed.",
+        )
+    )
+
     def by_hook(self) -> dict[str, Registry[Any]]:
         """The registry each registration hook fills, keyed by hook name."""
         return {
@@ -181,4 +188,5 @@ class Registries:
             "register_filesystems": self.filesystems,
             "register_custom_items": self.custom_items,
             "register_checkpoint_stores": self.checkpoint_stores,
+            "register_commands": self.commands,
         }

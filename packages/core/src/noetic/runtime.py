@@ -17,6 +17,7 @@ from noetic.model import ReasoningDelta, TextDelta
 from noetic.streams import StreamEvent, TurnStream
 
 if TYPE_CHECKING:
+    from noetic.channels import ChannelStore
     from noetic.durable.ledger import LedgerWrite, StepLedger
     from noetic.durable.recorder import Recorder
     from noetic.harness import AgentHarness
@@ -73,6 +74,7 @@ class Execution:
     """Services of one root execution: its harness, thread, stream and durability hooks."""
 
     __slots__ = (
+        "_channels",
         "_prefix",
         "_stream",
         "harness",
@@ -107,6 +109,16 @@ class Execution:
         #: The layer lifecycle of this execution (init, teardown, children, cancel, state
         #: export/import for checkpoints).
         self.layers = LayerRuntime(self)
+        self._channels: ChannelStore | None = None
+
+    @property
+    def channels(self) -> ChannelStore:
+        """The channels of this root execution, opened on first use (CH-13)."""
+        store = self._channels
+        if store is None:
+            assert self.root is not None
+            store = self._channels = self.harness._channels.for_execution(self.root.id)
+        return store
 
     # --- events -----------------------------------------------------------------------------
 

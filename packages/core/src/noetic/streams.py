@@ -132,7 +132,4 @@ async def items_from_events(events: AsyncIterator[StreamEvent]) -> AsyncIterator
             texts.pop(item.id, None)
             yield item
         elif isinstance(data, CustomItemEvent):
-            snapshot: CustomItem[Any, Any] = CustomItem(id=data.id, type=data.type, status="in_progress")
-            snapshot._declaration = data.declaration
-            snapshot._event = data.event
-            yield snapshot
+            yield CustomItem.snapshot(data.id, data.type, data.declaration, data.event)

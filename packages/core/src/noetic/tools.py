@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
 
-__all__ = ["InvokeTool", "Tool", "invoke_tool", "run_tool_call", "tool"]
+__all__ = ["InvokeTool", "Tool", "cancelled_output", "invoke_tool", "run_tool_call", "tool"]
 
 
 class Tool:
@@ -64,7 +64,7 @@ class Tool:
         return ToolDefinition(self.name, self.description, self.input.json_schema)
 
     async def call(self, args: Any, ctx: Context) -> Any:
-        """Run the tool with already validated arguments (the caller holds the abortable scope)."""
+        """Run the tool with already validated arguments (abort never interrupts it, CTX-17)."""
         return await call_user(self.execute, self._with_ctx, args, ctx)
 
     def __repr__(self) -> str:
@@ -104,15 +104,25 @@ async def run_tool_call(
     return FunctionCallOutputItem(call_id=call.call_id, output=encode_output(result)), False
 
 
+def cancelled_output(call: FunctionCallItem, reason: str) -> FunctionCallOutputItem:
+    """The output recorded for a call that was cancelled before it finished (IL-8).
+
+    Status `incomplete`, and an `error` the model can read on the next turn.
+    """
+    body = {"error": "cancelled", "reason": reason}
+    return FunctionCallOutputItem(call_id=call.call_id, output=json.dumps(body), status="incomplete")
+
+
 def _error_output(call: FunctionCallItem, message: str) -> FunctionCallOutputItem:
     return FunctionCallOutputItem(call_id=call.call_id, output=json.dumps({"error": message}))
 
 
 class InvokeTool(Step):
-    """Calls a tool directly: arguments are the input merged with `args` (args win)."""
+    """Calls a tool directly: arguments are the input merged with `args` (args win), or —
+    with `merge_input=False` — `args` alone (a document's `invokeTool` node)."""
 
     kind = "invoke_tool"
-    __slots__ = ("args", "tool")
+    __slots__ = ("args", "merge_input", "tool")
 
     def __init__(
         self,
@@ -120,6 +130,7 @@ class InvokeTool(Step):
         tool: Tool,
         args: Mapping[str, Any] | None = None,
         *,
+        merge_input: bool = True,
         custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
         emit_items: Any = None,
     ):
@@ -132,9 +143,10 @@ class InvokeTool(Step):
         super().__init__(id, custom_items=custom_items, emit_items=emit_items)
         self.tool = tool
         self.args = dict(args) if args is not None else None
+        self.merge_input = merge_input
 
     async def run(self, input: Any, ctx: Context) -> Any:
-        raw = to_jsonable(input)
+        raw: Any = to_jsonable(input) if self.merge_input else {}
         if self.args is not None:
             raw = {**raw, **self.args} if isinstance(raw, Mapping) else dict(self.args)
         try:
@@ -147,8 +159,7 @@ class InvokeTool(Step):
                 step_id=self.id,
                 retries_exhausted=False,
             ) from None
-        with ctx.abortable():
-            return await self.tool.call(args, ctx)
+        return await self.tool.call(args, ctx)
 
 
 def invoke_tool(
@@ -156,8 +167,12 @@ def invoke_tool(
     tool: Tool,
     args: Mapping[str, Any] | None = None,
     *,
+    merge_input: bool = True,
     custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
     emit_items: Any = None,
 ) -> InvokeTool:
-    """A step that calls `tool` with the step input merged with `args`."""
-    return InvokeTool(id, tool, args, custom_items=custom_items, emit_items=emit_items)
+    """A step that calls `tool` with the step input merged with `args` (`args` alone with
+    `merge_input=False`)."""
+    return InvokeTool(
+        id, tool, args, merge_input=merge_input, custom_items=custom_items, emit_items=emit_items
+    )

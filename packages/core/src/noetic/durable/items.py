@@ -131,12 +131,17 @@ def load_items(record: ItemsRecord | Mapping[str, Any], declarations: Declaratio
 
 
 def _custom(raw: Mapping[str, Any], declarations: Declarations) -> Item:
-    item: CustomItem[Any, Any] = CustomItem.model_validate(raw)
-    decl = declarations.get(item.type)
+    if not (isinstance(raw, Mapping) and isinstance(raw.get("id"), str) and ":" in str(raw.get("type"))):
+        return parse_item(raw)  # not a final custom item's shape: parsed as it is, or INVALID_ITEM
+    fields = {k: v for k, v in raw.items() if k not in ("id", "type")}
+    decl = declarations.get(raw["type"])
+    if decl is not None:  # rows written before final items lost `status` and `data`
+        declared = decl.output.property_names()
+        for legacy, default in (("status", "completed"), ("data", {})):
+            if legacy not in declared and fields.get(legacy) == default:
+                del fields[legacy]
+    item = CustomItem.final(raw["id"], raw["type"], fields)
     if decl is not None:
-        fields = {k: v for k, v in raw.items() if k not in ("id", "type", "status")}
-        if fields.get("data") == {} and "data" not in decl.output.property_names():
-            del fields["data"]  # the extension item's empty default, not an output field
         try:
             item._output = decl.output.validate(fields)
         except SchemaError:

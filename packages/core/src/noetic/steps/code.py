@@ -21,7 +21,9 @@ class RunCode(Step):
 
     A generator body's yields are events of the item `emit_items` names (dropped when it names
     none); its return value — or, for an async generator, a final `yield Return(value)` — is the
-    step output. The body runs abortably: aborting the context cancels it at its next await.
+    step output. Aborting the context never interrupts the body (CTX-17): its own awaits run
+    on, Noetic's waits inside it (`ctx.recv`, a nested model call) fail with `cancelled`, and
+    whatever it returns after the abort is discarded for `cancelled`. No retry runs after abort.
     """
 
     kind = "run_code"
@@ -59,10 +61,10 @@ class RunCode(Step):
             try:
                 return await self._attempt(input, ctx)
             except NoeticError as exc:
-                if exc.code == "cancelled" or attempt >= self.retry:
+                if exc.code == "cancelled" or attempt >= self.retry or ctx.aborted:
                     raise
             except Exception as exc:
-                if attempt >= self.retry:
+                if attempt >= self.retry or ctx.aborted:
                     raise NoeticError(
                         "step_failed",
                         f"step {self.id!r} (run_code) raised {type(exc).__name__}: {exc}",
@@ -74,9 +76,8 @@ class RunCode(Step):
 
     async def _attempt(self, input: Any, ctx: Context) -> Any:
         dispatch = current_dispatch(self)
-        with ctx.abortable():
-            result = self.execute(input, ctx) if self._with_ctx else self.execute(input)
-            return await drain(result, dispatch.event if dispatch is not None else None)
+        result = self.execute(input, ctx) if self._with_ctx else self.execute(input)
+        return await drain(result, dispatch.event if dispatch is not None else None)
 
 
 def run_code(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from noetic.errors import NoeticConfigError
+from noetic.errors import NoeticConfigError, cancelled
 from noetic.steps.base import Step, call_user, execute, takes_ctx
 
 if TYPE_CHECKING:
@@ -17,7 +17,16 @@ __all__ = ["Conditional", "Sequence_", "conditional", "ensure_steps", "sequence"
 
 def ensure_steps(owner: str, steps: Step | Sequence[Step]) -> tuple[Step, ...]:
     """Normalise one step or a list of steps, rejecting anything that is not a step."""
-    items = (steps,) if isinstance(steps, Step) else tuple(steps)
+    if isinstance(steps, Step):
+        items: tuple[Any, ...] = (steps,)
+    elif isinstance(steps, list | tuple):
+        items = tuple(steps)
+    else:
+        raise NoeticConfigError(
+            "INVALID_STEP",
+            f"{owner}: expected a step or a list of steps, got {type(steps).__name__}",
+            hint="Pass one step (nt.run_code(...), nt.call_model(...), …) or a non-empty list of them.",
+        )
     if not items:
         raise NoeticConfigError(
             "INVALID_STEP", f"{owner}: needs at least one step", hint="Pass one step or a non-empty list."
@@ -95,8 +104,9 @@ class Conditional(Step):
         self._with_ctx = takes_ctx(route)
 
     async def run(self, input: Any, ctx: Context) -> Any:
-        with ctx.abortable():
-            chosen = await call_user(self.route, self._with_ctx, input, ctx)
+        chosen = await call_user(self.route, self._with_ctx, input, ctx)
+        if ctx.aborted:
+            raise cancelled(ctx.abort_reason)
         if chosen is None:
             return input
         if not isinstance(chosen, Step):

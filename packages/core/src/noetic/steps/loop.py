@@ -76,7 +76,12 @@ class Loop(Step):
                 f"loop {id!r}: until must be a predicate",
                 hint="Use one of nt.until.*, combine with nt.any_/nt.all_, or pass a function.",
             )
-        if not (max_iterations >= 1 and (max_iterations == math.inf or float(max_iterations).is_integer())):
+        number = isinstance(max_iterations, int | float) and not isinstance(max_iterations, bool)
+        if not (
+            number
+            and max_iterations >= 1
+            and (max_iterations == math.inf or float(max_iterations).is_integer())
+        ):
             raise NoeticConfigError(
                 "INVALID_STEP",
                 f"loop {id!r}: max_iterations must be a whole number >= 1 or math.inf, got {max_iterations!r}",

@@ -18,7 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from noetic.errors import NoeticConfigError, NoeticError
+from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import to_decimal
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
 from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
@@ -29,7 +29,7 @@ from noetic.layers.usage import window_usage
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import Step
-from noetic.tools import Tool, run_tool_call
+from noetic.tools import Tool, cancelled_output, run_tool_call
 from noetic.usage import RoundUsage, StepMeta, add_optional
 
 if TYPE_CHECKING:
@@ -103,12 +103,9 @@ class CallModel(Step):
         self.max_rounds = max_rounds
 
     async def run(self, input: Any, ctx: Context) -> Any:
-        # One abortable scope covers the whole step — every round's stream and every tool run —
-        # so aborting the context cuts whatever is in flight (CTX-13).
-        with ctx.abortable():
-            if self.layers is None:
-                return await self._call(input, ctx)
-            return await ctx._exec.layers.run_scoped(ctx, self.layers, lambda: self._call(input, ctx))
+        if self.layers is None:
+            return await self._call(input, ctx)
+        return await ctx._exec.layers.run_scoped(ctx, self.layers, lambda: self._call(input, ctx))
 
     async def _call(self, input: Any, ctx: Context) -> Any:
         run = ctx._exec
@@ -163,8 +160,9 @@ class CallModel(Step):
                     retries_exhausted=True,
                 )
             calls.extend(round_calls)
-            for output in await self._run_tools(round_calls, tools, ctx):
-                ctx.item_log.append(output)
+            await self._run_tools(round_calls, tools, ctx)
+            if ctx.aborted:  # CTX-17: the tools ran to their end; no further round starts
+                raise cancelled(ctx.abort_reason)
         response_items = tuple(ctx.item_log.items[first_item:])
         ctx.last_step_meta = StepMeta(
             step_id=self.id,
@@ -194,16 +192,19 @@ class CallModel(Step):
         harness = ctx._exec.harness
         projection = self.projection or harness.projection or DEFAULT_PROJECTION
         query = input if isinstance(input, str) else ""
-        with ctx.abortable():
-            await frame.start()
-            layered = await LayeredCall.prepare(
-                frame,
-                ctx,
-                harness.layer_memory,
-                instructions=instructions,
-                query=query,
-                projection=projection,
-            )
+        # Layer hooks are user code: abort lets them finish (CTX-17; their own timeouts bound
+        # them), then the step stops before the model is called.
+        await frame.start()
+        layered = await LayeredCall.prepare(
+            frame,
+            ctx,
+            harness.layer_memory,
+            instructions=instructions,
+            query=query,
+            projection=projection,
+        )
+        if ctx.aborted:
+            raise cancelled(ctx.abort_reason)
         return layered
 
     async def _instructions(self, ctx: Context) -> str | None:
@@ -232,12 +233,14 @@ class CallModel(Step):
         run.emit("model_call_started", {"step_id": self.id, "model_id": request.model_id, "round": round_no})
         response: ModelResponse | None = None
         publish = run.publish_delta
-        async with aclosing(adapter.stream(request, cancel=ctx)) as stream:  # type: ignore[type-var]
-            async for event in stream:
-                if type(event) is TextDelta or type(event) is ReasoningDelta:
-                    publish(event)
-                elif isinstance(event, ModelResponse):
-                    response = event
+        # The stream is Noetic's own wait: aborting the context cuts it (CTX-13).
+        with ctx.abortable():
+            async with aclosing(adapter.stream(request, cancel=ctx)) as stream:  # type: ignore[type-var]
+                async for event in stream:
+                    if type(event) is TextDelta or type(event) is ReasoningDelta:
+                        publish(event)
+                    elif isinstance(event, ModelResponse):
+                        response = event
         if response is None:
             raise NoeticError(
                 "model_stream_error",
@@ -252,23 +255,42 @@ class CallModel(Step):
 
     async def _run_tools(
         self, calls: list[FunctionCallItem], tools: Mapping[str, Tool], ctx: Context
-    ) -> list[FunctionCallOutputItem]:
+    ) -> None:
+        """Run a round's calls concurrently and append their outputs in call order.
+
+        However the round ends — a tool cut by `cancelled`, the turn's task cancelled from
+        outside — every call gets an output: a call that did not finish gets a cancelled one,
+        so the log never holds a call without its output (IL-8).
+        """
         run = ctx._exec
         outputs: list[FunctionCallOutputItem | None] = [None] * len(calls)
+        stopped: list[NoeticError] = []
 
         async def one(index: int, call: FunctionCallItem) -> None:
             run.emit("tool_call_started", {"call_id": call.call_id, "name": call.name})
-            item, is_error = await run_tool_call(call, tools, ctx)
+            try:
+                item, is_error = await run_tool_call(call, tools, ctx)
+            except NoeticError as exc:  # only `cancelled` leaves run_tool_call
+                stopped.append(exc)
+                return
             outputs[index] = item
             run.emit("tool_call_completed", {"call_id": call.call_id, "name": call.name, "error": is_error})
 
-        if len(calls) == 1:
-            await one(0, calls[0])
-        else:
-            async with anyio.create_task_group() as tg:
-                for index, call in enumerate(calls):
-                    tg.start_soon(one, index, call)
-        return [o for o in outputs if o is not None]
+        try:
+            if len(calls) == 1:
+                await one(0, calls[0])
+            else:
+                async with anyio.create_task_group() as tg:
+                    for index, call in enumerate(calls):
+                        tg.start_soon(one, index, call)
+        finally:
+            reason = (
+                (stopped[0].reason if stopped else None) or ctx.abort_reason or "the turn was interrupted"
+            )
+            for call, output in zip(calls, outputs, strict=True):
+                ctx.item_log.append(output if output is not None else cancelled_output(call, reason))
+        if stopped:
+            raise stopped[0]
 
     def _final_output(self, items: Sequence[Item]) -> Any:
         text = last_assistant_text(items)

@@ -6,13 +6,17 @@ its `state` (CTX-4); children roll their tokens and spend up into the parent whe
 on each path through `on_spawn` (its items are not appended); for paths that succeed,
 `on_return` merges their layer state back, one path at a time (SP-5).
 
-- `all`: every path must succeed; on the first failure queued paths are skipped, running
-  siblings are aborted and awaited, and `fork_partial{succeeded, failed}` is raised.
-- `race`: the first success wins, the others are aborted; its `state` replaces the parent's.
-  If every path fails, `fork_partial`.
+- `all`: every path must succeed; on the first failure (a cancelled path is not one) queued
+  paths are skipped, running siblings are aborted and awaited, and
+  `fork_partial{succeeded, failed}` is raised.
+- `race`: the first success wins, the others are aborted and awaited; its `state` replaces
+  the parent's. If every path fails, `fork_partial`.
 - `settle`: never raises for a path failure; the result is one `SettleResult` per path.
 
-If the parent itself is aborted while paths run, any mode raises `cancelled` (LC-2).
+Aborting a path is cooperative, like every abort (CTX-17): its Noetic waits fail with
+`cancelled` and it stops at its next step boundary; code of its own runs to its end. If the
+parent itself is aborted while paths run — the abort reaches every live path — any mode raises
+`cancelled` with the parent's reason (LC-2).
 """
 
 from __future__ import annotations
@@ -50,13 +54,12 @@ class SettleResult:
 
 
 class _Path:
-    __slots__ = ("child", "error", "index", "ok", "scope", "step", "value")
+    __slots__ = ("child", "error", "index", "ok", "step", "value")
 
     def __init__(self, index: int, step: Step):
         self.index = index
         self.step = step
         self.child: Context | None = None
-        self.scope: anyio.CancelScope | None = None
         self.ok = False
         self.value: Any = None
         self.error: BaseException | None = None
@@ -101,11 +104,17 @@ class InParallel(Step):
                 f"in_parallel {id!r}: unknown mode {mode!r}",
                 hint="Use mode='all', 'race' or 'settle'.",
             )
-        if concurrency is not None and concurrency < 1:
+        if concurrency is not None and (not _is_number(concurrency) or concurrency < 1):
             raise NoeticConfigError(
                 "INVALID_STEP",
-                f"in_parallel {id!r}: concurrency must be at least 1, got {concurrency}",
+                f"in_parallel {id!r}: concurrency must be a whole number of at least 1, got {concurrency!r}",
                 hint="Pass concurrency=None for no bound, or a positive number.",
+            )
+        if merge is not None and not callable(merge):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"in_parallel {id!r}: merge must be a function, got {type(merge).__name__}",
+                hint="Pass merge=lambda results: ... (plain or async), or leave it out to get the list.",
             )
         self.steps = ensure_steps(f"in_parallel {id!r}", steps)
         self.mode = mode
@@ -127,8 +136,6 @@ class InParallel(Step):
             for other in paths:
                 if other is not keep and other.child is not None and not other.ok:
                     abort_with_teardown(other.child, reason)  # its layers still see on_complete
-                    if other.scope is not None:
-                        other.scope.cancel()
 
         async def run_path(path: _Path) -> None:
             if limiter is not None:
@@ -144,20 +151,17 @@ class InParallel(Step):
                 try:
                     if not child.aborted:  # SP-5: layers continue, on_spawn items are not appended
                         layers = await ctx._exec.layers.open_child(ctx, child, None, fork=True)
-                    with anyio.CancelScope() as scope:
-                        path.scope = scope
-                        value = await execute(path.step, input, child, path=keys[path.index])
-                        path.value = value if layers is None else await layers.succeeded(value)
-                        path.ok = True
-                    if scope.cancelled_caught and not path.ok:
-                        path.error = cancelled(child.abort_reason or "path cancelled")
+                    value = await execute(path.step, input, child, path=keys[path.index])
+                    path.value = value if layers is None else await layers.succeeded(value)
+                    path.ok = True
                 except NoeticError as exc:
                     path.error = exc
                 finally:
                     if layers is not None and not path.ok:
                         await layers.failed(path.error or cancelled(child.abort_reason))
                     child._roll_up()
-                if self.mode == "all" and path.error is not None and not state.stopped:
+                failed = path.error is not None and getattr(path.error, "code", None) != "cancelled"
+                if self.mode == "all" and failed and not state.stopped and not ctx._aborted:
                     stop_others(path, f"sibling path {path.step.id!r} failed")
                 if self.mode == "race" and path.ok and state.winner is None:
                     state.winner = path
@@ -196,6 +200,10 @@ class InParallel(Step):
         if inspect.isawaitable(value):
             value = await value
         return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _fork_partial(step_id: str, paths: list[_Path]) -> NoeticError:

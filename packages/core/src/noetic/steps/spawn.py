@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from noetic.errors import NoeticConfigError, cancelled
+from noetic.errors import NoeticConfigError
 from noetic.items import ItemLog
 from noetic.layers.layer_set import LayerSet
 from noetic.layers.runtime import ChildLayers, abort_with_teardown
@@ -27,8 +26,10 @@ class Spawn(Step):
     `layers` (objects or registered names) replaces the inherited layer set for the child;
     without it the parent's layers continue through their `on_spawn` hooks, and `on_return`
     merges the child's layer state back when it succeeds. `timeout` (seconds) bounds the
-    child: when it passes, the child is aborted and the step raises `cancelled` with reason
-    "spawn timeout". The child's tokens and spend roll up into the parent however it ends.
+    child: when it passes, the child is aborted with reason "spawn timeout" (so its channel
+    waits and model stream fail with `cancelled` and `child.aborted` is true), and once the
+    child has unwound the step raises `cancelled` with that reason (SP-7, CTX-17). The
+    child's tokens and spend roll up into the parent however it ends.
     """
 
     kind = "spawn"
@@ -49,7 +50,8 @@ class Spawn(Step):
             raise NoeticConfigError(
                 "INVALID_STEP", f"spawn {id!r}: {step!r} is not a step", hint="Pass the child step as step=."
             )
-        if timeout is not None and not timeout > 0:
+        number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+        if timeout is not None and not (number and timeout > 0):
             raise NoeticConfigError(
                 "INVALID_STEP",
                 f"spawn {id!r}: timeout must be a positive number of seconds, got {timeout!r}",
@@ -68,17 +70,40 @@ class Spawn(Step):
         try:
             if not child.aborted:  # SP-2: the child's layers (on_spawn items seed its log)
                 layers = await ctx._exec.layers.open_child(ctx, child, self.layers)
-            with anyio.move_on_after(self.timeout if self.timeout is not None else math.inf):
-                output = await execute(self.step, input, child)
-                return output if layers is None else await layers.succeeded(output)  # SP-3
-            abort_with_teardown(child, "spawn timeout")
-            raise cancelled("spawn timeout")
+            output = await self._run_child(input, child)
+            return output if layers is None else await layers.succeeded(output)  # SP-3
         except BaseException as exc:
             if layers is not None:
                 await layers.failed(exc)
             raise
         finally:
             child._roll_up()
+
+    async def _run_child(self, input: Any, child: Context) -> Any:
+        """Run the child step; a timer aborts the child when `timeout` passes.
+
+        The timer aborts rather than cancels, so the child sees `cancelled` at its next Noetic
+        wait instead of anyio's cancellation inside its code. The child's own failure is held
+        until the timer task is gone, so it leaves this method unwrapped by the task group.
+        """
+        if self.timeout is None:
+            return await execute(self.step, input, child)
+        failure: Exception | None = None
+        async with anyio.create_task_group() as timer:
+            timer.start_soon(_abort_after, child, self.timeout)
+            try:
+                output = await execute(self.step, input, child)
+            except Exception as exc:  # noqa: BLE001 - re-raised below, outside the task group
+                failure = exc
+            timer.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return output
+
+
+async def _abort_after(child: Context, seconds: float) -> None:
+    await anyio.sleep(seconds)
+    abort_with_teardown(child, "spawn timeout")
 
 
 def spawn(

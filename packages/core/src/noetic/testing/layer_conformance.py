@@ -179,7 +179,7 @@ class LayerConformance:
         async def hang(value: Any, ctx: nt.Context) -> Any:
             contexts.append(ctx)
             running.set()
-            await anyio.sleep_forever()
+            await ctx.wait_aborted()  # abort is cooperative: it never cuts user code (CTX-17)
 
         graph = nt.run_code("hang", hang)
         async with nt.AgentHarness(

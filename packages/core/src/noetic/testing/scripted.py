@@ -97,8 +97,12 @@ class ScriptedModel:
         model_id: str = "scripted",
         delta_size: int = 8,
         default: Callable[[ModelRequest], Any] | None = None,
+        structured_output: bool = False,
     ):
         self.model_id = model_id
+        #: Whether this model claims to honour `request.output_schema` (as a provider with
+        #: structured output does); a `decide` step then reads its replies as native.
+        self.structured_output = structured_output
         self.delta_size = max(1, delta_size)
         self.default = default
         self.calls: list[ModelRequest] = []

@@ -2,7 +2,7 @@
 
 Keys are camelCase exactly as the TypeScript Noetic writes them, so its documents load
 unchanged; unknown keys are rejected (a typo is an error, never ignored). Node kinds:
-`callModel`, `invokeTool`, `compute` (a JSONata `expr`), `conditional`, `inParallel`, `spawn`,
+`callModel`, `decide`, `invokeTool`, `compute` (a JSONata `expr`), `conditional`, `inParallel`, `spawn`,
 `withContext`, `loop`, `sequence` and `subflow`; every node may declare `customItems` and
 `emitItems`. Until predicates are the TypeScript ones plus `{"kind": "expr", "expr": ...}`.
 The kinds `runCode` (a code string), `schedule` and `acp-agent` need subsystems this runtime
@@ -31,6 +31,8 @@ __all__ = [
     "ConditionalNode",
     "ConditionalRoute",
     "CustomItemSpec",
+    "DecideNode",
+    "DecisionQuestion",
     "EmitItemsSpec",
     "InParallelNode",
     "InvokeToolNode",
@@ -65,8 +67,25 @@ UNSUPPORTED_KINDS = {
 }
 
 
+#: Keys any object of a document may carry as annotations for people and tools. None is within
+#: typo distance of a real key, so accepting them cannot hide a misspelling (the TypeScript
+#: runtime ignores every unknown key; this one rejects the others, see `_Spec`).
+ANNOTATION_KEYS = frozenset({"description", "title", "$comment"})
+#: Prefix of vendor annotation keys (`x-owner`, `x-ui-color`), as in OpenAPI.
+ANNOTATION_PREFIX = "x-"
+
+
+def is_annotation_key(key: object) -> bool:
+    """True for a key a document may carry anywhere as an annotation (ignored on load)."""
+    return isinstance(key, str) and (key in ANNOTATION_KEYS or key.startswith(ANNOTATION_PREFIX))
+
+
 class _Spec(BaseModel):
-    """Base of every document model: camelCase keys, no unknown keys, strict JSON types."""
+    """Base of every document model: camelCase keys, no unknown keys, strict JSON types.
+
+    Annotation keys (`description`, `title`, `$comment`, `x-…`) are accepted and dropped
+    wherever the model has no field of that name; any other unknown key is an error.
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -75,6 +94,27 @@ class _Spec(BaseModel):
         frozen=True,
         strict=True,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_annotations(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        fields = {f.alias or name for name, f in cls.model_fields.items()}
+        if not any(is_annotation_key(k) and k not in fields for k in data):
+            return data
+        return {k: v for k, v in data.items() if k in fields or not is_annotation_key(k)}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        schema = handler(core_schema)
+        target = handler.resolve_ref_schema(schema)
+        if target.get("type") == "object":
+            properties = target.setdefault("properties", {})
+            for key in sorted(ANNOTATION_KEYS - set(properties)):
+                properties[key] = {"type": "string", "description": "An annotation; ignored."}
+            target["patternProperties"] = {"^x-": {"description": "A vendor annotation; ignored."}}
+        return schema
 
 
 # --- custom items (CI-9) ----------------------------------------------------------------------
@@ -241,8 +281,31 @@ class CallModelNode(_NodeBase):
     output: OutputCodecRef | None = None
 
 
+class DecisionQuestion(_Spec):
+    """One question of a decide node: `text` answers a string, `yes_no` a boolean, `choice`
+    one of `choices`, `score` a number from `low` (default 0) to `high` (default 10)."""
+
+    id: NonEmpty
+    text: NonEmpty
+    kind: Literal["text", "yes_no", "choice", "score"] = "text"
+    choices: list[NonEmpty] | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+class DecideNode(_NodeBase):
+    """Asks the model the declared `questions`; the output is the map of answers, and the step
+    records which model answered, natively or estimated, and which questions it declined."""
+
+    kind: Literal["decide"]
+    model: str | None = None
+    instructions: str | None = None
+    questions: Annotated[list[DecisionQuestion], Field(min_length=1)]
+    params: ModelParams | None = None
+
+
 class InvokeToolNode(_NodeBase):
-    """A direct tool call: the arguments are the node input merged with `args` (args win)."""
+    """A direct tool call with `args` (or `{}`); the node input is not merged in."""
 
     kind: Literal["invokeTool"]
     tool_name: NonEmpty
@@ -295,7 +358,11 @@ class InParallelNode(_NodeBase):
         if (self.paths is None) == (self.each is None):
             raise ValueError("an inParallel node needs exactly one of 'paths' (static) or 'each' (dynamic)")
         if self.over is not None and self.each is None:
-            raise ValueError("'over' selects the array an 'each' path fans out over; it needs 'each'")
+            raise ValueError(
+                "'over' selects the array an 'each' path fans out over; it needs 'each'. The TypeScript "
+                "runtime ignores 'over' next to 'paths'; to keep the document portable, remove 'over' "
+                "or replace 'paths' with 'each'"
+            )
         return self
 
 
@@ -355,6 +422,7 @@ class SubflowNode(_NodeBase):
 
 Node: TypeAlias = Annotated[
     CallModelNode
+    | DecideNode
     | InvokeToolNode
     | ComputeNode
     | ConditionalNode
@@ -398,6 +466,7 @@ for _model in (
 #: Every node kind this runtime accepts.
 NODE_KINDS = (
     "callModel",
+    "decide",
     "invokeTool",
     "compute",
     "conditional",

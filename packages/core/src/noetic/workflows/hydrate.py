@@ -2,8 +2,9 @@
 
 | node | step |
 |---|---|
-| callModel | `nt.call_model` (client tools from `tools=`, `openrouter:*` entries as server tools) |
-| invokeTool | `nt.invoke_tool` with the tool named in `tools=` |
+| callModel | `nt.call_model` (client tools from `tools=`, `openrouter:*` entries as server tools); a non-string input is sent as JSON text |
+| decide | `nt.decide` with one `nt.question` per entry of `questions` |
+| invokeTool | `nt.invoke_tool` with the tool named in `tools=`, called with `args` (or `{}`) exactly: the input is not merged in |
 | compute | `nt.run_code` evaluating the JSONata `expr` against the input |
 | conditional | `nt.conditional`: the first route whose `match` is a case-insensitive substring of the input's text, else `default`, else pass-through |
 | inParallel | `nt.in_parallel` (static `paths`) or a `FanOut` (`each` + `over`); merge last/first/concat |
@@ -40,9 +41,9 @@ from noetic.predicates import LoopSnapshot, Until, Verdict, all_, any_, until
 from noetic.schema import to_jsonable
 from noetic.steps.base import Step
 from noetic.steps.code import run_code
+from noetic.steps.decide import decide, question
 from noetic.steps.flow import conditional, sequence
 from noetic.steps.loop import loop, output_text
-from noetic.steps.model_call import call_model
 from noetic.steps.parallel import in_parallel
 from noetic.steps.spawn import spawn
 from noetic.tools import Tool, invoke_tool
@@ -51,7 +52,7 @@ from noetic.workflows.expressions import Expression, compile_expression
 from noetic.workflows.limits import WorkflowLimits, check_node_limits
 from noetic.workflows.load import DocumentSource, parse_document
 from noetic.workflows.problems import ROOT, Problem, child_path, index_path
-from noetic.workflows.steps import FanOut, Subflow
+from noetic.workflows.steps import DocumentCallModel, FanOut, Subflow
 
 if TYPE_CHECKING:
     from noetic.registry import Registry
@@ -328,11 +329,15 @@ class Hydrator:
 
         if isinstance(node, d.CallModelNode):
             return self._call_model(node, path, step_id, options)
+        if isinstance(node, d.DecideNode):
+            return self._decide(node, step_id, options)
         if isinstance(node, d.InvokeToolNode):
             if not self.bind:
                 return None
             tool = self._tool(node.tool_name, child_path(path, "toolName"))
-            return None if tool is None else invoke_tool(step_id, tool, node.args, **options)
+            if tool is None:
+                return None
+            return invoke_tool(step_id, tool, node.args or {}, merge_input=False, **options)
         if isinstance(node, d.ComputeNode):
             expression = self._expression(node.expr, child_path(path, "expr"))
             return None if expression is None else run_code(step_id, expression.evaluate, **options)
@@ -384,25 +389,38 @@ class Hydrator:
                 found = self._tool(entry.type, child_path(index_path(child_path(path, "tools"), i), "type"))
                 if found is not None:
                     tools.append(found)
-        params: dict[str, Any] = {}
-        if node.params is not None:
-            p = node.params
-            named = {
-                "temperature": p.temperature,
-                "top_p": p.top_p,
-                "max_tokens": p.max_tokens,
-                "stop": p.stop_sequences,
-            }
-            params = {k: v for k, v in named.items() if v is not None}
+        params = _model_params(node.params)
         if server_tools:
             params["server_tools"] = server_tools
         if not self.bind:
             return None
-        return call_model(
+        return DocumentCallModel(
             step_id,
             model=node.model,
             instructions=node.instructions,
             tools=tools,
+            params=params or None,
+            **options,
+        )
+
+    def _decide(self, node: d.DecideNode, step_id: str, options: dict[str, Any]) -> Step:
+        questions = [
+            question(
+                q.id,
+                q.text,
+                kind=q.kind,
+                choices=q.choices or (),
+                low=0 if q.low is None else q.low,
+                high=10 if q.high is None else q.high,
+            )
+            for q in node.questions
+        ]
+        params = _model_params(node.params)
+        return decide(
+            step_id,
+            questions,
+            model=node.model,
+            instructions=node.instructions,
             params=params or None,
             **options,
         )
@@ -555,7 +573,10 @@ class Hydrator:
             self._problem(
                 path,
                 "UNKNOWN_WORKFLOW_REFERENCE",
-                f"no workflow named {ref!r} was passed in workflows= (available: {known})",
+                f"no workflow named {ref!r} was passed in workflows= (available: {known}). Named "
+                "workflows are resolved when the workflow is built, not when the subflow first runs "
+                "as in the TypeScript runtime; to keep the document portable, give the host every "
+                "named document up front",
             )
         else:
             doc, problems = parse_document(source, self.limits)
@@ -594,6 +615,19 @@ class Hydrator:
             return combine(*[p for p in inner if p is not None])
         expression = self._expression(spec.expr, child_path(path, "expr"))
         return None if expression is None else _expr_until(expression)
+
+
+def _model_params(spec: d.ModelParams | None) -> dict[str, Any]:
+    """The sampling parameters a model node names, in the adapter's spelling."""
+    if spec is None:
+        return {}
+    named = {
+        "temperature": spec.temperature,
+        "top_p": spec.top_p,
+        "max_tokens": spec.max_tokens,
+        "stop": spec.stop_sequences,
+    }
+    return {k: v for k, v in named.items() if v is not None}
 
 
 def _output_equals(sentinel: str) -> Until:

@@ -35,6 +35,9 @@ def _read(source: Any, limits: WorkflowLimits) -> tuple[str | None, list[Problem
         data = source.encode()
     elif isinstance(source, bytes):
         data = source
+    elif not isinstance(source, str | os.PathLike):
+        kind = type(source).__name__
+        return None, [Problem(ROOT, "INVALID_WORKFLOW_SOURCE", f"a workflow document cannot be a {kind}")]
     else:
         path = Path(source)
         try:
@@ -86,7 +89,12 @@ def _problem(error: ErrorDetails, data: Any) -> Problem:
         )
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
-        message = "unknown key (check its spelling; document keys are camelCase)"
+        message = (
+            "unknown key (check its spelling; document keys are camelCase). The TypeScript runtime "
+            "ignores unknown keys and this one rejects them, so a typo is never silently dropped: "
+            "to keep the document portable, remove the key or rename an annotation to 'x-…' "
+            "(or 'description', 'title', '$comment')"
+        )
     return Problem(path, "WORKFLOW_VALIDATION_FAILED", message)
 
 

@@ -1,19 +1,26 @@
-"""The steps a document needs beyond the builders: a sub-workflow and a dynamic fan-out.
+"""The steps a document needs beyond the builders: a sub-workflow, a dynamic fan-out, and a
+model step that reads any input as text.
 
 - `Subflow` runs a hydrated sub-document, on a literal input when the node gives one.
 - `FanOut` is a dynamic `inParallel`: at run time it selects the array to fan out over (the
   input itself, or its `over` member; a JSON string is parsed first) and runs one `EachItem`
   path per element with `nt.in_parallel`'s semantics. Paths are keyed `<node id>-item-<i>`,
   so the step ledger tells them apart; more than `max_fan_out` elements is `LIMIT_EXCEEDED`.
+- `DocumentCallModel` is `nt.call_model` for a `callModel` node: an input that is not a string
+  (an `invokeTool` result, an `each` element) reaches the model as its JSON text, as the
+  TypeScript runtime passes values between nodes as text.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from noetic.errors import NoeticConfigError, NoeticError
+from noetic.schema import to_jsonable
 from noetic.steps.base import Step, execute
+from noetic.steps.model_call import CallModel
 from noetic.steps.parallel import InParallel, ParallelMode
 from noetic.workflows.expressions import json_value
 
@@ -21,7 +28,7 @@ if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
 
-__all__ = ["EachItem", "FanOut", "Subflow", "select_array"]
+__all__ = ["DocumentCallModel", "EachItem", "FanOut", "Subflow", "input_text", "select_array"]
 
 
 class Subflow(Step):
@@ -129,3 +136,22 @@ class FanOut(Step):
         paths = [EachItem(f"{self.id}-item-{i}", self.each, value) for i, value in enumerate(values)]
         fork = InParallel(self.id, paths, mode=self.mode, merge=self.merge, concurrency=self.concurrency)
         return await fork.run(input, ctx)
+
+
+def input_text(value: Any) -> str:
+    """The text a `callModel` node sends for `value`: a string as it is, nothing for None,
+    anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class DocumentCallModel(CallModel):
+    """A `callModel` node: `nt.call_model` whose input is always text (see `input_text`)."""
+
+    __slots__ = ()
+
+    async def run(self, input: Any, ctx: Context) -> Any:
+        return await super().run(input_text(input), ctx)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from noetic.custom_items import CustomItem, CustomItemEvent
-from noetic.items import FunctionCallItem, MessageItem
+from noetic.items import FunctionCallItem, MessageItem, dump_item
 from noetic.model import TextDelta
 from noetic.schema import to_jsonable
 from noetic.streams import StreamEvent
@@ -156,7 +156,8 @@ class TerminalRenderer:
 
     def _appended(self, item: Any) -> None:
         if isinstance(item, CustomItem):
-            self._progress(item.type, dict(item.model_extra or {}), final=True)
+            fields = {k: v for k, v in dump_item(item).items() if k not in ("id", "type")}
+            self._progress(item.type, fields, final=True)
         elif isinstance(item, MessageItem) and item.role == "assistant":
             if item.id in self._streamed:
                 self._end_text()

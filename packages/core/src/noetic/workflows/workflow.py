@@ -86,7 +86,9 @@ class WorkflowStep(Step):
                         name.path,
                         "UNKNOWN_LAYER_REFERENCE",
                         f"layer {name.name!r} was not passed in layers= and no plugin registers "
-                        f"it (registered: {known})",
+                        f"it (registered: {known}). The TypeScript runtime, given no layer registry, "
+                        "drops the names and runs with the harness's layers; to keep the document "
+                        "portable, have every host supply the layer or leave the name out",
                     )
                 )
         raise_problems(problems, what=f"workflow {self.id!r}")
