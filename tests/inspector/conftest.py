@@ -117,13 +117,15 @@ def free_port() -> int:
 
 
 class Server:
-    """`python -m noetic_inspector ...` running on 127.0.0.1:`port`."""
+    """`python -m noetic_inspector ...` (or `command ...`) running on 127.0.0.1:`port`."""
 
-    def __init__(self, args: list[str]):
+    def __init__(
+        self, args: list[str], command: tuple[str, ...] = (sys.executable, "-m", "noetic_inspector")
+    ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "noetic_inspector", *args, "--port", str(self.port)],
+            [*command, *args, "--port", str(self.port)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -152,6 +154,12 @@ class Server:
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
+
+
+@pytest.fixture(scope="module")
+def server_type() -> type[Server]:
+    """The `Server` class, for tests that start their own."""
+    return Server
 
 
 @pytest.fixture(scope="module")

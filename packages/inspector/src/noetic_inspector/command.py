@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib import import_module
-from typing import Any
 
 from noetic.errors import NoeticError
+from noetic.plugin_commands import PluginCommand
 
-__all__ = ["HELP", "LOOPBACK", "add_arguments", "main", "run"]
+__all__ = ["HELP", "LOOPBACK", "add_arguments", "inspect_command", "main", "run"]
 
 HELP = "browse checkpointed executions (and live runs) in a local web page"
 #: The only addresses the inspector binds to.
@@ -68,10 +67,5 @@ def main(argv: list[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
-def __getattr__(name: str) -> Any:
-    """`inspect_command`, the `PluginCommand` the plugin registers (built on first access, so
-    this module imports where the core has no plugin-command support yet)."""
-    if name == "inspect_command":
-        plugin_commands = import_module("noetic.plugin_commands")
-        return plugin_commands.PluginCommand(help=HELP, add_arguments=add_arguments, run=run)
-    raise AttributeError(name)
+#: The command the plugin registers as `noetic inspect`.
+inspect_command = PluginCommand(help=HELP, add_arguments=add_arguments, run=run)

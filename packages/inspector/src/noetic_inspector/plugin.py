@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import noetic
+from noetic.registry import Register
 
 __all__ = ["register_commands"]
 
 
 @noetic.hookimpl
-def register_commands(register: Any) -> None:
+def register_commands(register: Register) -> None:
     """Register `noetic inspect` (imported only when the command line is built)."""
     register("inspect", "noetic_inspector.command:inspect_command")
