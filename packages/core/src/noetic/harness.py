@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from noetic.durable.items import Declarations
     from noetic.durable.ledger import StepLedgerRetention
     from noetic.durable.recorder import Durability, Restored
+    from noetic.durable.snapshot import Outcome
     from noetic.durable.store import CheckpointStore
     from noetic.fs.contract import FsAdapter
     from noetic.plugins import NoeticPluginManager
@@ -622,7 +623,9 @@ class AgentHarness:
         self._channels.close(ctx.id)  # CH-13: what the turn sent and nobody received ends here
         session.log._listeners.clear()  # the finished execution must not stay reachable from the log
         if run.recorder is not None:
-            outcome = "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
+            outcome: Outcome = (
+                "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
+            )
             await run.recorder.close(run, outcome)
         await run.layers.finish_root(error)
         if ctx.completed:

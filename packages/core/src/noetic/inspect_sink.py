@@ -3,8 +3,8 @@
 `AgentHarness(..., inspect="http://127.0.0.1:8765")`, or the `NOETIC_INSPECT` environment
 variable when `inspect=` is not given, makes every event of the full stream go to an
 `EventSink`: the event is turned into JSON on the spot (items and other models as their JSON
-dump, anything else as its `repr`), queued, and POSTed in batches to `{url}/api/live` by one
-daemon thread, so the run never waits on the network. The queue holds at most `QUEUE` events
+dump, anything else as its `repr`), queued, and POSTed in batches to `{url}/api/live` by a
+daemon thread that runs while there is something to send, so the run never waits on the network. The queue holds at most `QUEUE` events
 (the oldest go first); a failing POST drops its batch and is logged once. Only `http` URLs to
 a loopback host are accepted (`INSPECT_URL_INVALID` otherwise), so events never leave the
 machine. Written on the standard library (urllib, threading): the core takes no dependency.
@@ -40,7 +40,12 @@ def inspect_url(value: Any) -> str | None:
     if value is None or value == "":
         return None
     parts = urlsplit(value) if isinstance(value, str) else None
-    if parts is None or parts.scheme != "http" or parts.hostname not in _LOOPBACK:
+    if (
+        parts is None
+        or not isinstance(value, str)
+        or parts.scheme != "http"
+        or parts.hostname not in _LOOPBACK
+    ):
         raise NoeticConfigError(
             "INSPECT_URL_INVALID",
             f"inspect= must be an http URL on this machine (127.0.0.1 or localhost), got {value!r}",
@@ -67,7 +72,7 @@ class EventSink:
     def __init__(self, url: str):
         self.url = f"{url}/api/live"
         self._queue: deque[str] = deque(maxlen=QUEUE)
-        self._ready = threading.Condition()
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._sending = False
         self._warned = False
@@ -80,24 +85,25 @@ class EventSink:
             )
         except (TypeError, ValueError, RecursionError):
             text = json.dumps({"source": event.source, "type": event.type, "data": None})
-        with self._ready:
+        with self._lock:
             self._queue.append(text)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._send_forever, name="noetic-inspect", daemon=True)
+                self._thread = threading.Thread(target=self._drain, name="noetic-inspect", daemon=True)
                 self._thread.start()
-            self._ready.notify()
 
-    def _send_forever(self) -> None:
+    def _drain(self) -> None:
+        """Send batches until the queue is empty, then end (the next event starts a new thread)."""
         while True:
-            with self._ready:
-                while not self._queue:
-                    self._ready.wait()
+            with self._lock:
+                if not self._queue:
+                    self._thread = None
+                    return
                 batch = [self._queue.popleft() for _ in range(min(_BATCH, len(self._queue)))]
                 self._sending = True
             try:
                 self._post(f"[{','.join(batch)}]".encode())
             finally:
-                with self._ready:
+                with self._lock:
                     self._sending = False
 
     def _post(self, body: bytes) -> None:
@@ -118,7 +124,7 @@ class EventSink:
         """Wait (blocking) until every queued event was sent; False when `timeout` ran out first."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            with self._ready:
+            with self._lock:
                 if not self._queue and not self._sending:
                     return True
             time.sleep(0.01)

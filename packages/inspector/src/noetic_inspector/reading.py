@@ -184,6 +184,7 @@ def _ancestors(path: str) -> set[str]:
 
 
 async def _summary(store: ReadOnlyStore, snap: ExecutionSnapshot, rows: list[StepTrace]) -> ExecutionSummary:
+    status: str
     if snap.outcome in ("completed", "failed"):
         status = snap.outcome
     elif snap.outcome is None and await is_running(store, snap.execution_id):
