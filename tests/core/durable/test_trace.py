@@ -1,4 +1,4 @@
-"""The step trace and the turn outcome the inspector reads (RS-23): one row per completed step,
+"""The step trace and the turn outcome the inspector reads (IN-1): one row per completed step,
 kept when the ledger compacts; the snapshot's attempt, outcome and times."""
 
 from __future__ import annotations

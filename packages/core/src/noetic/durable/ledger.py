@@ -456,7 +456,7 @@ class StepLedger:
         return f'{head_text[:-1]},"items":{items_text},"output":{output_text}}}'
 
     def _trace(self, seq: int, path: str, step: Step, ctx: Context, mark: _Mark) -> tuple[str, str] | None:
-        """The step's trace row (RS-23), or None when its layer usage is not JSON."""
+        """The step's trace row (IN-1), or None when its layer usage is not JSON."""
         meta = ctx.last_step_meta
         own = meta is not None and meta is not mark.meta and meta.step_id == step.id
         usage = ctx.last_layer_usage if own and ctx._layer_usage is not mark.layer_usage else None

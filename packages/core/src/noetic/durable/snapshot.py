@@ -11,7 +11,7 @@ Two records, so that no step ever writes the history again:
   root `state` when it is plain JSON, `complete()`'s signal, the layer states (through the
   layer runtime's `export_state()`), `captured_at`, which `attempt` wrote it (1, then one
   more per resume) and, once that attempt's turn ended, its `outcome` (`completed`, `failed`
-  or `aborted`) and `ended_at` (RS-23). It is rewritten in the same atomic
+  or `aborted`) and `ended_at` (IN-1). It is rewritten in the same atomic
   batch as a completed step's ledger entry, when it changed (the recorder compares).
 
 Both carry a version. Another version raises `NoeticConfigError("CHECKPOINT_SCHEMA_MISMATCH")`;

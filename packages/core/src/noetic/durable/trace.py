@@ -1,4 +1,4 @@
-"""The step trace: one small row per completed step, kept for people looking at a run (RS-23).
+"""The step trace: one small row per completed step, kept for people looking at a run (IN-1).
 
 The step ledger keeps only what a resume can replay, so the entries of a completed
 composite's children are deleted (RS-20). The trace keeps what a person wants to see
