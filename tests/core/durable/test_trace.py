@@ -26,7 +26,7 @@ async def _read(storage: Any, execution_id: str) -> tuple[Any, list[Any], Any]:
         await store.aclose()
 
 
-async def test_rs_23_every_completed_step_keeps_a_trace_row_after_compaction(storage: Any) -> None:
+async def test_in_1_every_completed_step_keeps_a_trace_row_after_compaction(storage: Any) -> None:
     model = ScriptedModel([text_reply("a", cost=0.002), text_reply("b", cost=0.003)])
     graph = nt.sequence("g", [nt.call_model("first"), nt.call_model("second")])
     async with nt.AgentHarness("t", agent_graph=graph, model=model, storage=storage.spec()) as h:
@@ -48,7 +48,7 @@ async def test_rs_23_every_completed_step_keeps_a_trace_row_after_compaction(sto
     assert snap.started_at is not None and snap.ended_at is not None and snap.started_at <= snap.ended_at
 
 
-async def test_rs_23_a_resumed_attempt_is_counted_and_its_replayed_steps_keep_their_rows(
+async def test_in_1_a_resumed_attempt_is_counted_and_its_replayed_steps_keep_their_rows(
     storage: Any, flaky: Any
 ) -> None:
     crash = {"fail": True}
@@ -67,7 +67,7 @@ async def test_rs_23_a_resumed_attempt_is_counted_and_its_replayed_steps_keep_th
     assert attempts == {"/g#0/paid#0": 1, "/g#0/crash#0": 2, "/g#0": 2}  # `paid` replayed in attempt 2
 
 
-async def test_rs_23_an_aborted_turn_is_recorded_as_aborted(storage: Any) -> None:
+async def test_in_1_an_aborted_turn_is_recorded_as_aborted(storage: Any) -> None:
     async def stop(value: Any, ctx: nt.Context) -> Any:
         ctx.abort("enough")
         return value
@@ -80,7 +80,7 @@ async def test_rs_23_an_aborted_turn_is_recorded_as_aborted(storage: Any) -> Non
     assert snap.outcome == "aborted"
 
 
-async def test_rs_23_execution_ids_lists_each_execution_once_whatever_its_id(storage: Any) -> None:
+async def test_in_1_execution_ids_lists_each_execution_once_whatever_its_id(storage: Any) -> None:
     async with nt.AgentHarness("t", agent_graph=nt.run_code("c", lambda v: v), storage=storage.spec()) as h:
         for execution_id in ("plain", "with:colon", "a/b c"):
             await h.run("go", execution_id=execution_id)
@@ -91,7 +91,7 @@ async def test_rs_23_execution_ids_lists_each_execution_once_whatever_its_id(sto
         await store.aclose()
 
 
-async def test_rs_23_a_damaged_trace_row_is_checkpoint_corrupt(storage: Any) -> None:
+async def test_in_1_a_damaged_trace_row_is_checkpoint_corrupt(storage: Any) -> None:
     async with nt.AgentHarness("t", agent_graph=nt.run_code("c", lambda v: v), storage=storage.spec()) as h:
         await h.run("go", execution_id="damaged")
     (key,) = await storage.keys("execution:damaged:trace:")

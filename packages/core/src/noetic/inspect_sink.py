@@ -1,4 +1,4 @@
-"""Pushing a harness's stream events to a running `noetic inspect` page (the Live view).
+"""Pushing a harness's stream events to a running `noetic inspect` page (the Live view, IN-3).
 
 `AgentHarness(..., inspect="http://127.0.0.1:8765")`, or the `NOETIC_INSPECT` environment
 variable when `inspect=` is not given, makes every event of the full stream go to an

@@ -1,4 +1,4 @@
-"""The inspector's web app (Starlette): pages, a JSON API over the store, assets and Live.
+"""The inspector's web app (Starlette): pages, a JSON API over the store, assets and Live (IN-2).
 
 Pages are static HTML shells from the package's `assets/`; the page's script fetches JSON
 from `/api/...` and builds the DOM with `textContent` and `createElement` (never `innerHTML`),

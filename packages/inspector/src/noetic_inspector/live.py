@@ -1,4 +1,4 @@
-"""Live runs: events a harness pushes (`noetic.inspect_sink`), relayed to pages by SSE.
+"""Live runs: events a harness pushes (`noetic.inspect_sink`), relayed to pages by SSE (IN-3).
 
 A harness started with `inspect="http://127.0.0.1:8765"` (or `NOETIC_INSPECT`) POSTs its
 stream events as JSON batches to `/api/live`; every page open on `/live` holds a

@@ -4,7 +4,7 @@ Nothing here parses keys or rows itself: `execution_ids`, `load_snapshot`, `load
 `load_trace` (in `noetic.durable`) do, so a change of the store layout changes them, not this.
 The store is opened read-only (`ReadOnlyStore`): every write the inspector could make raises.
 
-An execution's **status**: `completed` or `failed` when its last attempt's turn ended so;
+An execution's **status** (IN-2): `completed` or `failed` when its last attempt's turn ended so;
 `resumable` when it was aborted, or its process died mid-run (no outcome, nobody holds its
 claim); `running` while another process holds its claim.
 """
