@@ -54,8 +54,9 @@ def test_the_detail_page_shows_steps_items_and_the_layer_chart_and_runs_no_hosti
 ) -> None:
     original_title = "Execution · Noetic inspector"
     _open(browser, server.url + "/")
-    browser.find_element(By.LINK_TEXT, written.ok_id).click()
-    WebDriverWait(browser, 15).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".item"))
+    link = browser.find_element(By.LINK_TEXT, written.ok_id).get_attribute("href")
+    assert link == f"{server.url}/executions/{written.ok_id}"
+    _open(browser, link)
     steps = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "main table tbody tr")]
     assert [line.split()[0] for line in steps] == ["agent", "research", "answer"]
     assert "$0.000730" in steps[1] and "$0.000270" in steps[2]  # per-step costs the store holds

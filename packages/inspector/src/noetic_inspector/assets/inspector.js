@@ -251,7 +251,7 @@ function livePage() {
     count += 1;
     status.textContent = count + " events received";
     const data = event.data && event.data.item ? event.data.item : event.data;
-    list.prepend(el("tr", { class: "live-event" }, el("td", {}, String(event.type)), el("td", {}, el("pre", {}, JSON.stringify(data, null, 1)))));
+    list.prepend(el("tr", { class: "live-event" }, el("td", {}, String(event.type)), el("td", {}, el("pre", {}, JSON.stringify(data)))));
     while (list.children.length > 2000) list.lastChild.remove();
   };
 }
