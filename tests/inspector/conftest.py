@@ -1,8 +1,8 @@
 """Inspector test fixtures: a real store written by real runs, a real server, a real browser.
 
 `write_store(path)` runs a ScriptedModel agent (a tool call whose output carries a hostile
-`<script>`, then an answer; a context layer) checkpointed to `sqlite:///{path}`, and a second
-execution that fails.
+`<script>`, then an answer; a context layer) checkpointed to `sqlite:///{path}`, a second
+execution that fails, and a third that fails and is resumed.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class Written:
     url: str
     ok_id: str
     failed_id: str
+    resumed_id: str
     ok_cost: float
     ok_billed: float
     hostile: str = HOSTILE
@@ -99,12 +100,27 @@ async def write_store(path: Path) -> Written:
     async with nt.AgentHarness("inspected", agent_graph=failing, model=model2, storage=url) as h:
         with contextlib.suppress(nt.NoeticError):
             await h.run("Look x up.", execution_id="exec-failed")
-    return Written(url, "exec-ok", "exec-failed", ok.cost, ok.billed_cost)
+    down = {"fail": True}
+
+    def report(value: object) -> object:
+        if down["fail"]:
+            raise RuntimeError("the report service is down")
+        return value
+
+    resumable = nt.sequence("pipeline", [nt.call_model("draft"), nt.run_code("report", report)])
+    model3 = ScriptedModel([text_reply("a draft", cost=0.0002)])
+    async with nt.AgentHarness("inspected", agent_graph=resumable, model=model3, storage=url) as h:
+        with contextlib.suppress(nt.NoeticError):
+            await h.run("Draft it.", execution_id="exec-resumed")
+        down["fail"] = False
+        await h.resume("exec-resumed")  # `draft` replays from the ledger, `report` runs again
+    return Written(url, "exec-ok", "exec-failed", "exec-resumed", ok.cost, ok.billed_cost)
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
-    """Two executions (one completed with a hostile tool output, one failed) in a SQLite file."""
+    """Three executions in a SQLite file: one completed with a hostile tool output, one failed,
+    one failed and then resumed to completion."""
     path = tmp_path_factory.mktemp("store") / "runs.db"
     return anyio.run(write_store, path)
 

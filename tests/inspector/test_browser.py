@@ -42,7 +42,7 @@ def test_the_list_shows_every_execution_with_status_and_cost(
     _open(browser, server.url + "/")
     rows = browser.find_elements(By.CSS_SELECTOR, "tbody tr")
     texts = {row.find_element(By.CSS_SELECTOR, "a").text: row.text for row in rows}
-    assert set(texts) == {written.ok_id, written.failed_id}
+    assert set(texts) == {written.ok_id, written.failed_id, written.resumed_id}
     assert "completed" in texts[written.ok_id]
     assert "failed" in texts[written.failed_id]
     assert f"${written.ok_cost:.4f}" in texts[written.ok_id]  # cost and billed cost of the run
@@ -75,6 +75,15 @@ def test_the_detail_page_shows_steps_items_and_the_layer_chart_and_runs_no_hosti
     assert all(float(s.get_attribute("width")) > 0 for s in segments)
     assert "re-anchored: cold-start" in chart.text
     _shot(browser, "execution", tmp_path)
+
+
+def test_a_resumed_execution_marks_its_replayed_steps(browser: Any, server: Any, written: Any) -> None:
+    _open(browser, f"{server.url}/executions/{written.resumed_id}")
+    steps = {
+        row.text.split()[0]: row.text for row in browser.find_elements(By.CSS_SELECTOR, "main table tbody tr")
+    }
+    assert steps["draft"].endswith("replayed") and steps["report"].endswith("ran")
+    assert "attempt2" in browser.find_element(By.CSS_SELECTOR, ".facts").text.replace(" ", "")
 
 
 def test_the_workflow_graph_draws_every_node(browser: Any, server: Any, tmp_path: Path) -> None:

@@ -39,8 +39,12 @@ async def test_the_list_reports_status_steps_tokens_and_costs_from_the_store(wri
     async with _client(open_store(written.url)) as client:
         data = (await client.get("/api/executions")).json()
     by_id = {row["execution_id"]: row for row in data["executions"]}
-    ok, failed = by_id[written.ok_id], by_id[written.failed_id]
-    assert (ok["status"], failed["status"]) == ("completed", "failed")
+    ok, failed, resumed = by_id[written.ok_id], by_id[written.failed_id], by_id[written.resumed_id]
+    assert (ok["status"], failed["status"], resumed["status"]) == ("completed", "failed", "completed")
+    assert (ok["attempt"], resumed["attempt"]) == (1, 2)
+    # as in the HarnessResponse: the execution cost what its draft did; the last attempt paid nothing
+    assert Decimal(resumed["totals"]["cost"]) == Decimal("0.0002")
+    assert Decimal(resumed["totals"]["billed_cost"]) == 0
     assert ok["steps"] == 3 and ok["thread_id"] == "default"
     assert Decimal(ok["totals"]["cost"]) == Decimal(str(written.ok_cost))
     assert Decimal(ok["totals"]["billed_cost"]) == Decimal(str(written.ok_billed))
@@ -206,7 +210,11 @@ def test_noetic_inspect_serves_the_store(written: Any, server_type: Any) -> None
     served = server_type([written.url], command=(noetic, "inspect"))
     try:
         data = httpx.get(served.url + "/api/executions", timeout=5).json()
-        assert {row["execution_id"] for row in data["executions"]} == {written.ok_id, written.failed_id}
+        assert {row["execution_id"] for row in data["executions"]} == {
+            written.ok_id,
+            written.failed_id,
+            written.resumed_id,
+        }
         assert httpx.get(served.url + "/api/workflow", timeout=5).status_code == 404
     finally:
         served.stop()

@@ -141,7 +141,7 @@ const LAYER_COLOURS = ["#1f8a4c", "#7b5ea7", "#c0392b", "#16a2b8", "#d35400", "#
 // One horizontal stacked bar per model round: system prompt, tools, each layer (pinned
 // layers drawn darker with a dashed outline), history; the epoch and re-anchor reason beside.
 function layerChart(rounds) {
-  const width = 880, bar = 22, gap = 30, left = 140, right = 10;
+  const width = 1100, bar = 22, gap = 30, left = 140, right = 320;
   const max = Math.max(1, ...rounds.map((r) => r.usage.total_used_tokens || 0));
   const scale = (width - left - right) / max;
   const chart = svg("svg", { width, height: rounds.length * gap + 20, class: "layer-chart", role: "img", "aria-label": "context window by layer per model round" });
@@ -164,7 +164,7 @@ function layerChart(rounds) {
       legend.set(name.replace(/ \(.*/, ""), colour);
     }
     const epoch = u.epoch ? " · epoch " + u.epoch.id + " age " + u.epoch.age + (u.epoch.reanchor_reason ? " · re-anchored: " + u.epoch.reanchor_reason : "") : "";
-    chart.append(svg("text", { x: Math.min(x + 6, width - 200), y: y + 15, "font-size": 11, fill: "#6b7385" }, u.total_used_tokens + " tokens" + epoch));
+    chart.append(svg("text", { x: x + 6, y: y + 15, "font-size": 11, fill: "#6b7385" }, u.total_used_tokens + " tokens" + epoch));
   });
   const keys = el("div", { class: "legend" }, ...[...legend].map(([name, colour]) => el("span", {}, el("i", { style: { background: colour } }), name)), el("span", {}, "dashed outline: pinned"));
   return el("div", { class: "chart" }, chart, keys);
