@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import noetic as nt
 import pytest
 from noetic.cli import main
 from noetic.workflows.schema import published_schema
@@ -183,3 +184,71 @@ def test_on_a_terminal_bars_redraw_in_place() -> None:
 def test_noetic_run_refuses_a_provider_no_adapter_registers(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(EXAMPLES / "drain.json"), "--input", '{"n": 1}', "--model", "nosuch:model"]) == 1
     assert "[UNKNOWN_MODEL_ADAPTER]" in capsys.readouterr().err
+
+
+def test_run_warns_and_fails_when_a_loop_predicate_raises(tmp_path) -> None:
+    import io
+    import json
+
+    from noetic.workflows.commands import run_document
+
+    doc = tmp_path / "doc.json"
+    doc.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "root": {
+                    "kind": "loop",
+                    "id": "l",
+                    "body": {"kind": "compute", "id": "c", "expr": "$"},
+                    "until": {"kind": "expr", "expr": "$error('boom')"},
+                },
+            }
+        )
+    )
+    out, err = io.StringIO(), io.StringIO()
+    assert run_document(doc, input="x", out=out, err=err, live=False) == 1
+    assert out.getvalue() == "x\n"
+    assert "warning: loop 'l' stopped because its until predicate failed" in err.getvalue()
+    assert "boom" in err.getvalue()
+
+
+def test_an_unexpected_exception_is_one_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from noetic import cli
+    from noetic.workflows import commands
+
+    def crash(*args: object, **kwargs: object) -> int:
+        raise RuntimeError("boom \x1b[2J")
+
+    monkeypatch.setattr(commands, "print_schema", crash)
+    monkeypatch.delenv("NOETIC_DEBUG", raising=False)
+    assert cli.main(["schema"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "error: [UNEXPECTED_ERROR] RuntimeError: boom \\x1b[2J (set NOETIC_DEBUG=1 for the traceback)\n"
+    )
+    monkeypatch.setenv("NOETIC_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        cli.main(["schema"])
+
+
+def test_input_that_is_not_strict_json_is_text() -> None:
+    from noetic.workflows.commands import parse_input
+
+    assert parse_input("NaN") == "NaN"
+    assert parse_input('{"a": Infinity}') == '{"a": Infinity}'
+    assert parse_input('{"a": 1.5}') == {"a": 1.5}
+
+
+def test_input_nesting_is_bounded_whatever_the_recursion_limit() -> None:
+    from noetic.workflows.commands import MAX_INPUT_DEPTH, parse_input
+
+    assert parse_input("[" * MAX_INPUT_DEPTH + "]" * MAX_INPUT_DEPTH) is not None
+    deep = "[" * 5000 + "]" * 5000
+    with pytest.raises(nt.NoeticConfigError, match="5000 levels deep") as info:
+        parse_input(deep)  # the recursion limit is 10,000 here (jsonata raised it): json would parse it
+    assert info.value.code == "INVALID_INPUT"
+    assert parse_input('"[[[["') == "[[[["

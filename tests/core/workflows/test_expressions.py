@@ -120,3 +120,151 @@ def test_limits_are_configurable() -> None:
     assert evaluate("$count([1..10])", None, tight) == 10
     with pytest.raises(nt.NoeticError):
         evaluate("$count([1..11])", None, tight)
+
+
+# --- the evaluation budget (issue 18: unbindable, CPU time, nesting, memory) -------------------
+
+
+def test_the_bound_lives_outside_the_expression_environment() -> None:
+    unbind = "( $__evaluate_entry := $nothing; $__evaluate_exit := $nothing; $f := function($n){ $f($n+1) }; $f(0) )"
+    with pytest.raises(nt.NoeticError, match="CPU time") as info:
+        evaluate(unbind, limits=ExpressionLimits(timeout_ms=50))
+    assert info.value.code == "EXPRESSION_LIMIT_EXCEEDED"
+
+
+def test_the_time_bound_counts_cpu_time_not_the_wall_clock() -> None:
+    import time
+
+    from noetic.workflows.budget import EvaluationBudget, LimitHit
+
+    budget = EvaluationBudget(ExpressionLimits(timeout_ms=20))
+    time.sleep(0.05)
+    budget.check_time()  # sleeping used no CPU time
+    end = time.thread_time() + 0.05
+    while time.thread_time() < end:
+        pass
+    with pytest.raises(LimitHit, match="CPU time"):
+        budget.check_time()
+
+
+def test_depth_counts_nesting_so_many_calls_are_fine() -> None:
+    assert len(evaluate("$map([1..2000], function($v){[$v,$v]})")) == 2000
+    with pytest.raises(nt.NoeticError, match="nests more than 300"):
+        evaluate("( $f := function($n){ 1 + $f($n+1) }; $f(0) )")
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ('( $s := $pad("", 2000, "a"); $replace($s, "a", $s) )', "\\$replace's result"),
+        ('( $s := $pad("", 1000, "a"); $join([1..2000].$s) )', "\\$join's result"),
+        ('( $s := $pad("", 1000, "a"); $string([1..2000].$s) )', "JSON text"),
+        ('( $s := $pad("", 1000, "a"); $s & [1..2000].$s )', "concatenated"),
+        ('$split($pad("", 200000, "a"), "")', "\\$split's result"),
+        ("$append([1..60000], [1..60000])", "\\$append's result"),
+        ('$formatNumber(1, $pad("", 300, "#"))', "picture"),
+        ("[1..100000].[1..100000]", "memory budget"),
+    ],
+)
+def test_builtins_refuse_before_they_allocate_over_a_limit(source: str, message: str) -> None:
+    with pytest.raises(nt.NoeticError, match=message) as info:
+        evaluate(source, limits=ExpressionLimits(max_string=1_000_000))
+    assert info.value.code == "EXPRESSION_LIMIT_EXCEEDED"
+
+
+def test_the_linear_reimplementations_keep_the_library_results() -> None:
+    assert evaluate('$distinct([1, 1.0, "1", [1], [1], {"a": 1, "b": 2}, {"b": 2, "a": 1}])') == [
+        1,
+        "1",
+        [1],
+        {"a": 1, "b": 2},
+    ]
+    assert evaluate('$replace("abcabc", "b", "[$0]")') == "a[b]ca[b]c"
+    assert evaluate('$replace("abcabc", "b", "X", 1)') == "aXcabc"
+    assert evaluate('$replace("a$b", "$", "$$")') == "a$b"
+    with pytest.raises(nt.NoeticError, match="empty string"):
+        evaluate('$replace("abc", "", "x")')
+
+
+def test_a_result_repeating_one_large_string_is_measured_without_serialising_it() -> None:
+    with pytest.raises(nt.NoeticError, match="result is over"):
+        evaluate('( $s := $pad("", 100000, "a"); [1..50000].$s )')
+
+
+def test_a_path_step_counts_the_items_it_flattens() -> None:
+    with pytest.raises(nt.NoeticError, match="path step's result") as info:
+        evaluate("($a := [1..300]; $a.$a.$a)")
+    assert info.value.code == "EXPRESSION_LIMIT_EXCEEDED"
+    assert evaluate("($a := [1..300]; $count($a.$a))") == 90000
+    assert len(evaluate("[1..200].[1..200]")) == 200  # constructed arrays stay one item each
+
+
+def test_any_library_error_becomes_expression_failed() -> None:
+    with pytest.raises(nt.NoeticError, match="OSError") as info:
+        evaluate("$fromMillis(1e20)")
+    assert info.value.code == "EXPRESSION_FAILED"
+
+
+def test_garbage_collection_does_not_count_against_the_time_bound() -> None:
+    import gc
+    import time
+
+    from noetic.workflows.budget import EvaluationBudget
+
+    heap = [[i] for i in range(1_000_000)]
+    started = time.thread_time()
+    gc.collect()
+    one_collection = time.thread_time() - started
+    # a bound of half one collection, then two collections: four times over it in CPU time
+    budget = EvaluationBudget(ExpressionLimits(timeout_ms=max(1, int(one_collection * 500))))
+    gc.collect()
+    gc.collect()
+    budget.check_time()
+    del heap
+
+
+def test_prettified_string_counts_its_indentation_before_building_it() -> None:
+    deep = "[" * 3000 + "]" * 3000  # 6 kB of JSON, some 9 MB once indented
+    assert len(evaluate("$string($)", deep)) == 6000
+    with pytest.raises(nt.NoeticError, match="JSON text") as info:
+        evaluate("$string($, true)", deep)
+    assert info.value.code == "EXPRESSION_LIMIT_EXCEEDED"
+
+
+def test_a_result_repeating_one_object_is_refused_before_it_is_walked() -> None:
+    with pytest.raises(nt.NoeticError, match="result is over"):
+        evaluate('($o := {"a": [1..10000]}; [1..10000].$o)')
+    assert evaluate('{"a": null, "b": [null, 1]}') == {"a": None, "b": [None, 1]}
+
+
+def test_non_finite_numbers_in_text_are_not_json() -> None:
+    assert json_value("-Infinity") == "-Infinity"
+    assert json_value('{"a": NaN}') == '{"a": NaN}'
+
+
+def test_threads_evaluating_one_expression_keep_their_own_budgets() -> None:
+    import threading
+
+    expression = compile_expression("$count([1..2000].($ * 2))", LIMITS)
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        for _ in range(20):
+            try:
+                assert expression.evaluate(None) == 2000
+            except BaseException as exc:
+                failures.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+def test_an_error_quoting_a_huge_value_stays_short() -> None:
+    for source in ('$error($pad("", 900000, "x"))', '$number($pad("", 900000, "x"))'):
+        with pytest.raises(nt.NoeticError) as info:
+            evaluate(source)
+        assert len(info.value.message) < 700

@@ -119,10 +119,34 @@ def _parser(pm: NoeticPluginManager | None = None) -> tuple[argparse.ArgumentPar
     return parser, names
 
 
+def _one_line(exc: BaseException) -> str:
+    """An error as one terminal-safe line: `[CODE] message` for a `NoeticError`."""
+    from noetic.errors import NoeticError
+    from noetic.terminal_safe import terminal_safe
+
+    if isinstance(exc, NoeticError):
+        text = str(exc)
+    else:
+        text = f"[UNEXPECTED_ERROR] {type(exc).__name__}: {exc} (set NOETIC_DEBUG=1 for the traceback)"
+    return terminal_safe(text, multiline=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
+    """Run the CLI; returns the exit status.
+
+    Bad input never shows a traceback: a `NoeticError` escaping a subcommand is one line with
+    its code and status 2 (1 for a run-time failure); anything else is one line too, and
+    `NOETIC_DEBUG=1` shows its traceback.
+    """
+    import os
+
+    from noetic.errors import NoeticConfigError
     from noetic.plugins import make_plugin_manager
 
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:  # text a terminal cannot encode is escaped, not an error
+            reconfigure(errors="backslashreplace")
     arguments = list(sys.argv[1:] if argv is None else argv)
     pm = make_plugin_manager()
     parser, names = _parser(pm)
@@ -146,7 +170,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    return handler(args)
+    try:
+        return handler(args)
+    except Exception as exc:
+        if os.environ.get("NOETIC_DEBUG"):
+            raise
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        from noetic.errors import NoeticError
+
+        return 1 if isinstance(exc, NoeticError) and not isinstance(exc, NoeticConfigError) else 2
 
 
 if __name__ == "__main__":

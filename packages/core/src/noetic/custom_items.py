@@ -93,7 +93,7 @@ def custom_item(
 ) -> CustomItemDecl[OutT, Any]: ...
 @overload
 def custom_item(
-    type: str, *, description: str | None = None, event: Any = None, output: Mapping[str, Any]
+    type: str, *, description: str | None = None, event: Any = None, output: Mapping[str, Any] | Schema
 ) -> CustomItemDecl[dict[str, Any], Any]: ...
 def custom_item(
     type: str, *, description: str | None = None, event: Any = None, output: Any

@@ -113,6 +113,7 @@ CONFIG_CODES = frozenset(
         "UNKNOWN_CONTEXT_LAYER",
         "UNKNOWN_CHECKPOINT_STORE",
         "INVALID_FS_ROOT",
+        "INVALID_INPUT",
         # noetic-durable-dbos: the throwaway PostgreSQL server of tests and benchmarks
         "POSTGRES_NOT_INSTALLED",
         "POSTGRES_FAILED",

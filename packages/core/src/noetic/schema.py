@@ -13,11 +13,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import islice
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 __all__ = ["Schema", "SchemaError", "SchemaProblem", "to_jsonable"]
+
+#: How long one validation message and how many problems a `SchemaError` gets at most.
+_MESSAGE_LENGTH = 300
+_MAX_PROBLEMS = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,15 +44,32 @@ class SchemaError(ValueError):
         super().__init__("; ".join(str(p) for p in problems))
 
 
+def _short(message: str) -> str:
+    """A validation message cut to a readable length (an `enum` of the schema can be huge)."""
+    return message if len(message) <= _MESSAGE_LENGTH else message[: _MESSAGE_LENGTH - 3] + "..."
+
+
 def _dotted(parts: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(p) for p in parts)
 
 
 class Schema:
-    """A validator built from a pydantic model, a Python type or a JSON Schema dict."""
+    """A validator built from a pydantic model, a Python type or a JSON Schema dict.
 
-    def __init__(self, spec: Any):
+    No JSON Schema ever retrieves anything: a `$ref` that does not resolve inside the schema
+    fails validation. `Schema.from_document` makes the validator of an untrusted schema (one
+    a workflow document supplies): `check` also refuses references outside it and patterns
+    RE2 cannot run, and patterns are matched in linear time (`noetic.workflows.document_schema`).
+    """
+
+    def __init__(self, spec: Any, *, untrusted: bool = False):
         self.spec = spec
+        self.untrusted = untrusted
+
+    @classmethod
+    def from_document(cls, spec: Any) -> Schema:
+        """The validator of a JSON Schema dict from an untrusted document."""
+        return cls(spec, untrusted=True)
 
     @classmethod
     def of(cls, spec: Any) -> Schema:
@@ -72,27 +94,63 @@ class Schema:
     def _json_validator(self) -> Any:
         from jsonschema import Draft202012Validator
         from jsonschema.validators import validator_for
+        from referencing import Registry
 
         validator_cls = validator_for(self.spec, default=Draft202012Validator)
         validator_cls.check_schema(self.spec)
-        return validator_cls(self.spec)
+        if self.untrusted:
+            from noetic.workflows.document_schema import document_validator_class
+
+            validator_cls = document_validator_class(validator_cls)
+        # An empty registry: references resolve inside the schema or not at all (jsonschema's
+        # default would fetch URLs and files, with no timeout).
+        return validator_cls(self.spec, registry=Registry())
 
     def check(self) -> None:
-        """Raise `SchemaError` now if a JSON Schema dict is itself invalid."""
+        """Raise `SchemaError` now if a JSON Schema dict is itself invalid (for an untrusted
+        schema, also if it refers outside itself or has a pattern RE2 cannot run)."""
         if self.is_json_schema:
             from jsonschema.exceptions import SchemaError as JsonSchemaError
 
+            if self.untrusted:
+                from noetic.workflows.document_schema import schema_problems
+
+                problems = schema_problems(self.spec)
+                if problems:
+                    raise SchemaError([SchemaProblem(path, message) for path, message in problems])
             try:
                 self._json_validator  # noqa: B018 - builds and checks the validator
             except JsonSchemaError as exc:
-                raise SchemaError([SchemaProblem(_dotted(list(exc.path)), exc.message)]) from exc
+                raise SchemaError([SchemaProblem(_dotted(list(exc.path)), _short(exc.message))]) from exc
+            except RecursionError:
+                raise SchemaError([SchemaProblem("", "the schema nests too deeply")]) from None
+
+    def _json_errors(self, value: Any) -> list[Any]:
+        from referencing.exceptions import Unresolvable
+
+        try:
+            errors = islice(self._json_validator.iter_errors(value), _MAX_PROBLEMS)
+            return sorted(errors, key=lambda e: [str(p) for p in e.path])
+        except Unresolvable as exc:
+            ref = getattr(exc, "ref", "")
+            raise SchemaError(
+                [
+                    SchemaProblem(
+                        "", f"the schema's reference {ref!r} does not resolve inside it (nothing is fetched)"
+                    )
+                ]
+            ) from None
+        except RecursionError:
+            raise SchemaError(
+                [SchemaProblem("", "the schema or the value nests too deeply to validate")]
+            ) from None
 
     def validate(self, value: Any) -> Any:
         """The validated value, or `SchemaError` naming every failing field."""
         if self.is_json_schema:
-            errors = sorted(self._json_validator.iter_errors(value), key=lambda e: list(e.path))
+            errors = self._json_errors(value)
             if errors:
-                raise SchemaError([SchemaProblem(_dotted(list(e.path)), e.message) for e in errors])
+                raise SchemaError([SchemaProblem(_dotted(list(e.path)), _short(e.message)) for e in errors])
             return value
         try:
             if self.is_model:

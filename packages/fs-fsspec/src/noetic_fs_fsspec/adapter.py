@@ -220,8 +220,17 @@ class FsspecFs:
             return await self._driver.list_dir(rel)
 
     async def glob(self, pattern: str) -> list[str]:
-        """Sorted relative paths matching `pattern` (see `noetic.fs.glob`)."""
+        """Sorted relative paths matching `pattern` (see `noetic.fs.glob`); on a local disk the
+        tree below the pattern's literal part is walked in one pass (`LocalTree.walk`)."""
+        if isinstance(self._driver, ThreadedLocalTree):
+            return await glob_paths(self, pattern, walk=self._walk)
         return await glob_paths(self, pattern)
+
+    async def _walk(self, rel: str, max_depth: int | None) -> list[FileStat]:
+        driver = self._driver
+        assert isinstance(driver, ThreadedLocalTree)
+        with self._errors("glob", rel):
+            return await driver.walk(rel, max_depth)
 
 
 def fsspec_fs_from_url(url: str) -> FsspecFs:

@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING
 from noetic.fs.paths import safe_path
 
 if TYPE_CHECKING:
-    from noetic.fs.contract import FsAdapter
+    from collections.abc import Awaitable, Callable
+
+    from noetic.fs.contract import FileStat, FsAdapter
+
+    Walk = Callable[[str, "int | None"], Awaitable[list[FileStat]]]
 
 __all__ = ["glob_paths", "matches"]
 
@@ -28,6 +32,13 @@ def _is_magic(segment: str) -> bool:
 
 def matches(pattern: list[str], parts: list[str]) -> bool:
     """Whether path segments `parts` match pattern segments `pattern` (`**` spans segments)."""
+    # Cheap answers first: the matching below costs pattern x path length, which adds up over
+    # the entries of a deep tree.
+    if pattern == ["**"]:
+        return True
+    last = pattern[-1] if pattern else None
+    if last is not None and last != "**" and not (parts and fnmatchcase(parts[-1], last)):
+        return False
     # reachable[j]: the first i pattern segments can match the first j path segments.
     reachable = [True] + [False] * len(parts)
     for segment in pattern:
@@ -45,8 +56,12 @@ def matches(pattern: list[str], parts: list[str]) -> bool:
     return reachable[-1]
 
 
-async def glob_paths(fs: FsAdapter, pattern: str) -> list[str]:
-    """The sorted root-relative paths of files and directories in `fs` matching `pattern`."""
+async def glob_paths(fs: FsAdapter, pattern: str, *, walk: Walk | None = None) -> list[str]:
+    """The sorted root-relative paths of files and directories in `fs` matching `pattern`.
+
+    An adapter that can list a whole subtree in one pass passes it as `walk(base, max_depth)`:
+    every entry below `base` down to `max_depth` levels (all when None), as `list_dir` would
+    show them; otherwise the tree is listed directory by directory."""
     rel = safe_path(pattern)
     if not rel:
         return []
@@ -61,6 +76,9 @@ async def glob_paths(fs: FsAdapter, pattern: str) -> list[str]:
         return []
     rest = segments[literal:]
     max_depth = None if "**" in rest else len(rest)
+    if walk is not None:
+        entries = await walk(base, max_depth)
+        return sorted(e.path for e in entries if matches(rest, e.path.split("/")[literal:]))
     found: list[str] = []
     pending: list[tuple[str, int]] = [(base, 0)]
     while pending:

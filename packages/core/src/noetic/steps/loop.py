@@ -2,6 +2,8 @@
 
 Each iteration checks abort first (raising `cancelled`), pipes the body steps, then asks
 `until(snapshot)`. A predicate that raises stops the loop with reason "Predicate error: …".
+Every stop publishes a `loop_stopped` event (`step_id`, `reason`, `iterations`, and `failed`:
+true when the predicate raised), so a host can tell a broken predicate from a finished loop.
 `prepare_next(output, verdict, ctx)` builds the next input (default: the output). `on_error`
 decides what a failed iteration does: `"abort"` (default) re-raises, `"retry"` runs the
 iteration again, `"skip"` continues with the last good output; it may also be a function
@@ -142,11 +144,17 @@ class Loop(Step):
                 depth=ctx.depth,
                 last_step_meta=ctx.last_step_meta,
             )
+            failed = False
             try:
                 verdict = await evaluate(self.until, snapshot)
             except Exception as exc:  # noqa: BLE001 - LP-2: a raising predicate stops the loop
                 verdict = Verdict(True, f"Predicate error: {exc}")
+                failed = True
             if verdict.stop:
+                ctx._exec.emit(
+                    "loop_stopped",
+                    {"step_id": self.id, "reason": verdict.reason, "failed": failed, "iterations": completed},
+                )
                 return last
             current = await self._next(output, verdict, ctx)
 

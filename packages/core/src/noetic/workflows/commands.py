@@ -11,7 +11,10 @@
   error, never a silent fallback to the offline model). The turn renders live on `err` (`TerminalRenderer`) and the
   final output is printed on `out`: a string as is, anything else as JSON.
 
-Each returns the process exit status: 0 success, 1 the run failed, 2 the document is invalid.
+Each returns the process exit status: 0 success, 1 the run failed (or a loop stopped because its
+`until` predicate failed, which is warned about), 2 the document or the input is invalid.
+Everything written is passed through `terminal_safe`, since documents, inputs and model text
+are untrusted.
 """
 
 from __future__ import annotations
@@ -24,9 +27,13 @@ import anyio
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.schema import to_jsonable
+from noetic.terminal_safe import terminal_safe
 from noetic.workflows.problems import Problem
 
-__all__ = ["parse_input", "print_schema", "run_document", "validate_document"]
+__all__ = ["MAX_INPUT_DEPTH", "parse_input", "print_schema", "run_document", "validate_document"]
+
+#: How deeply `--input` JSON may nest.
+MAX_INPUT_DEPTH = 256
 
 
 def print_schema(out: TextIO) -> int:
@@ -38,9 +45,10 @@ def print_schema(out: TextIO) -> int:
 
 
 def _report(path: str, problems: list[Problem], err: TextIO) -> int:
+    shown = terminal_safe(path, multiline=False)
     for problem in problems:
-        err.write(f"{path}: {problem}\n")
-    err.write(f"{path}: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
+        err.write(f"{shown}: {terminal_safe(str(problem), multiline=False)}\n")
+    err.write(f"{shown}: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
     return 2
 
 
@@ -59,16 +67,33 @@ def validate_document(path: str | os.PathLike[str], out: TextIO, err: TextIO) ->
     hydrator.document(doc)
     if hydrator.problems:
         return _report(shown, hydrator.problems, err)
-    out.write(f"{shown}: valid workflow document ({hydrator.nodes} nodes)\n")
+    out.write(f"{terminal_safe(shown, multiline=False)}: valid workflow document ({hydrator.nodes} nodes)\n")
     return 0
 
 
+def _not_json(constant: str) -> Any:
+    """`NaN` and `Infinity` are not JSON (Python's parser accepts them)."""
+    raise ValueError(f"{constant} is not JSON")
+
+
 def parse_input(text: str | None) -> Any:
-    """The turn input of `--input`: JSON when it parses, else the text itself ("" when absent)."""
+    """The turn input of `--input`: JSON when it parses, else the text itself ("" when absent).
+    JSON nested more than `MAX_INPUT_DEPTH` levels is `INVALID_INPUT` (checked by a linear scan
+    before parsing, since Python's parser recurses and would fail or not depending on the
+    interpreter's recursion limit)."""
+    from noetic.workflows.limits import json_text_depth
+
     if text is None:
         return ""
+    depth = json_text_depth(text) if text.lstrip()[:1] in ("[", "{") else 0
+    if depth > MAX_INPUT_DEPTH:
+        raise NoeticConfigError(
+            "INVALID_INPUT",
+            f"--input is JSON nested {depth} levels deep, over the limit of {MAX_INPUT_DEPTH}",
+            hint="Pass flatter JSON, or plain text.",
+        )
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_json)
     except ValueError:
         return text
 
@@ -76,8 +101,12 @@ def parse_input(text: str | None) -> Any:
 def _format_output(value: Any) -> str:
     value = to_jsonable(value)
     if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        return terminal_safe(value)
+    try:
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):
+        text = json.dumps(repr(value)[:10_000])
+    return terminal_safe(text)
 
 
 def run_document(
@@ -99,12 +128,17 @@ def run_document(
         problems: list[Problem] = exc.details.get("problems") or [Problem("$", exc.code, exc.message)]
         return _report(shown, problems, err)
     try:
-        output = anyio.run(_run, flow, input, model, err, live)
+        output, failed_loops = anyio.run(_run, flow, input, model, err, live)
     except NoeticError as exc:
-        err.write(f"error: {exc}\n")
+        err.write(f"error: {terminal_safe(str(exc), multiline=False)}\n")
         return 1
     out.write(_format_output(output) + "\n")
-    return 0
+    for stopped in failed_loops:
+        reason = terminal_safe(str(stopped.get("reason")), multiline=False)
+        err.write(
+            f"warning: loop {stopped.get('step_id')!r} stopped because its until predicate failed: {reason}\n"
+        )
+    return 1 if failed_loops else 0
 
 
 def _check_provider(model: str, installed: list[str]) -> None:
@@ -119,20 +153,26 @@ def _check_provider(model: str, installed: list[str]) -> None:
         )
 
 
-async def _run(flow: Any, input: Any, model: str | None, err: TextIO, live: bool | None) -> Any:
+async def _run(
+    flow: Any, input: Any, model: str | None, err: TextIO, live: bool | None
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Run the turn, rendering it; returns its output and the loops whose predicate failed."""
     from noetic.harness import AgentHarness
     from noetic.testing import ScriptedModel
     from noetic.workflows.terminal import TerminalRenderer
 
     renderer = TerminalRenderer(err, live=live)
+    failed_loops: list[dict[str, Any]] = []
     async with AgentHarness("noetic", agent_graph=flow, model=model or ScriptedModel.echo()) as h:
         if model is not None:
             _check_provider(model, h.plugin_manager.registries.model_adapters.names())
         await h.execute(input)
         try:
             async for event in h.get_full_stream():
+                if event.type.endswith(":loop_stopped") and event.data.get("failed"):
+                    failed_loops.append(event.data)
                 renderer.handle(event)
         finally:
             renderer.close()
         response = await h.get_agent_response()
-    return response.output
+    return response.output, failed_loops

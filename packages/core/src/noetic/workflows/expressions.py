@@ -3,15 +3,17 @@
 `compile_expression(source, limits)` parses once (a syntax error is a `NoeticConfigError`
 `INVALID_EXPRESSION`); `Expression.evaluate(value)` reads it against a value and returns plain
 JSON (`None` for an undefined result). JSONata cannot reach the host, so what is left to guard
-against is denial of service (reliability §3.3):
+against is denial of service:
 
-- every evaluation runs under a fresh time and depth bound (`ExpressionLimits`);
-- `[a..b]` ranges, string concatenation (`&`) and `$pad` are capped, because a single builtin
-  runs to its end before the time bound is checked again;
+- every evaluation runs under a fresh `EvaluationBudget` (`noetic.workflows.budget`): CPU
+  time, nesting depth and an estimated memory total, checked at every evaluation step by the
+  evaluator itself, out of reach of anything the expression binds;
+- every builtin is bounded (`noetic.workflows.jsonata_builtins`): its result's size is checked
+  before it allocates, and `[a..b]` ranges and string concatenation (`&`) are capped too;
 - `$eval` (expressions built at run time would dodge the static checks) and regular-expression
   literals (Python's `re` cannot be interrupted, so a catastrophic pattern would hang) are
   disabled;
-- the input's and the result's JSON size are capped.
+- the input's and the result's JSON size are capped (measured without serialising them).
 
 A breached bound raises `NoeticError("EXPRESSION_LIMIT_EXCEEDED")`; any other evaluation error
 raises `NoeticError("EXPRESSION_FAILED")`. Each evaluation starts from the expression's own
@@ -27,22 +29,21 @@ import json
 from typing import Any, NoReturn
 
 from jsonata import JException, Jsonata
-from jsonata.functions import Functions
-from jsonata.timebox import Timebox
+from jsonata.utils import Utils
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.schema import to_jsonable
+from noetic.workflows.budget import NUMBER_BYTES, SLOT_BYTES, EvaluationBudget, LimitHit, json_size
+from noetic.workflows.jsonata_builtins import BudgetSlot, bounded_functions
 from noetic.workflows.limits import ExpressionLimits
 
 __all__ = ["Expression", "compile_expression", "json_value"]
 
-#: JSONata error codes that mean a bound was hit: stack depth, timeout, range size.
-_LIMIT_CODES = frozenset({"D1011", "D1012", "D2014"})
+#: JSONata error codes that mean one of the library's own bounds was hit (its range size).
+_LIMIT_CODES = frozenset({"D2014"})
 _JSON_START = frozenset('{["-0123456789tfn')
-
-
-class _LimitHit(Exception):
-    """Raised from inside an evaluation when one of our caps is hit."""
+#: The longest evaluation message an error carries.
+_MESSAGE_LENGTH = 500
 
 
 class _Disabled(Exception):
@@ -57,42 +58,67 @@ def _no_regex(pattern: str, flags: Any) -> NoReturn:
 
 
 class _BoundedJsonata(Jsonata):  # type: ignore[misc]  # jsonata-python is untyped
-    """The JSONata evaluator with capped ranges and string concatenation; regular-expression
-    literals fail to compile."""
+    """The JSONata evaluator under an `EvaluationBudget`.
+
+    The library finds its own time and depth callbacks by variable name, so an expression
+    could bind those names and switch the bound off. Here the bound is checked in `eval`, the
+    method every evaluation step goes through, and the budget lives in a Python attribute no
+    expression can name. Ranges and `&` are checked before they allocate; regular-expression
+    literals fail to compile.
+    """
 
     def __init__(self, source: str, limits: ExpressionLimits):
-        self.max_range = limits.max_range
-        self.max_string = limits.max_string
+        self.limits = limits
+        self.slot = BudgetSlot()
         super().__init__(source, _no_regex)
 
+    def eval(self, expr: Any, input: Any, environment: Any) -> Any:
+        budget = self.slot.budget()
+        budget.enter()
+        try:
+            result = super().eval(expr, input, environment)
+        finally:
+            budget.leave()
+        budget.collected(result)
+        return result
+
+    def evaluate_step(self, expr: Any, input: Any, environment: Any, last_step: bool) -> Any:
+        # A path step evaluates once per input item and flattens what comes back into one
+        # array, in a loop of its own: count the items as they come, before the flattening.
+        budget = self.slot.budget()
+        outer = budget.step
+        budget.step = [budget.depth, 0]
+        try:
+            return super().evaluate_step(expr, input, environment, last_step)
+        finally:
+            budget.step = outer
+
     def evaluate_range_expression(self, lhs: Any, rhs: Any) -> Any:
-        if isinstance(lhs, int) and isinstance(rhs, int) and rhs - lhs + 1 > self.max_range:
-            raise _LimitHit(f"the range [{lhs}..{rhs}] has more than {self.max_range} items")
+        if isinstance(lhs, int) and isinstance(rhs, int) and rhs >= lhs:
+            size = rhs - lhs + 1
+            if size > self.limits.max_range:
+                raise LimitHit(f"the range [{lhs}..{rhs}] has more than {self.limits.max_range} items")
+            self.slot.budget().charge((SLOT_BYTES + NUMBER_BYTES) * size, f"the range [{lhs}..{rhs}]")
         return super().evaluate_range_expression(lhs, rhs)
 
     def evaluate_string_concat(self, lhs: Any, rhs: Any) -> str:
+        budget = self.slot.budget()
+        limit = self.limits.max_string
+        length = sum(
+            len(v) if isinstance(v, str) else json_size(v, limit) for v in (lhs, rhs) if v is not None
+        )
+        budget.check_string(length, "a concatenated string")
         result: str = super().evaluate_string_concat(lhs, rhs)
-        if len(result) > self.max_string:
-            raise _LimitHit(f"a concatenated string is longer than {self.max_string} characters")
+        budget.charge_value(result, "a concatenated string")
         return result
-
-
-class _BoundedPad(Jsonata.JFunctionCallable):  # type: ignore[misc]
-    """`$pad` with the padded width capped."""
-
-    def __init__(self, max_string: int):
-        self.max_string = max_string
-
-    def call(self, input: Any, args: Any) -> Any:
-        values = [*(args or ()), None, None, None]
-        string, width, char = values[:3]
-        if isinstance(width, int | float) and abs(width) > self.max_string:
-            raise _LimitHit(f"$pad to {width} characters is over the limit of {self.max_string}")
-        return Functions.pad(string, width, char)
 
 
 def _disabled_eval(*args: Any) -> NoReturn:
     raise _Disabled("$eval is disabled in workflow expressions; write the expression in the document")
+
+
+def _not_a_number(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def json_value(value: Any) -> Any:
@@ -101,17 +127,19 @@ def json_value(value: Any) -> Any:
     value = to_jsonable(value)
     if isinstance(value, str) and value.lstrip()[:1] in _JSON_START:
         try:
-            return json.loads(value)
+            return json.loads(value, parse_constant=_not_a_number)
         except (ValueError, RecursionError):
             return value
     return value
 
 
 def _plain(value: Any) -> Any:
-    """A JSONata result as plain JSON data (lists for JSONata sequences); functions and other
-    non-JSON values raise `_Disabled`."""
+    """A JSONata result as plain JSON data (lists for JSONata sequences, None for JSONata's
+    null); functions and other non-JSON values raise `_Disabled`."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if value is Utils.NULL_VALUE:
+        return None
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -141,41 +169,49 @@ class Expression:
         data = json_value(value)
         self._check_size(data, "input")
         engine = self._engine
-        frame = Jsonata.Frame(None)
-        Timebox(frame, limits.timeout_ms, limits.max_depth)
         engine.environment = self._env
+        engine.slot.current = EvaluationBudget(limits)
         Jsonata.CURRENT.jsonata = engine
         try:
-            result = _plain(engine.evaluate(data, frame))
+            raw = engine.evaluate(data, Jsonata.Frame(None))
+            # Measured before it is copied: a result repeating one large value many times is
+            # cheap to hold but not to copy.
+            self._check_size(raw, "result")
+            result = _plain(raw)
+        except NoeticError:
+            raise
         except JException as exc:
             code = "EXPRESSION_LIMIT_EXCEEDED" if exc.error in _LIMIT_CODES else "EXPRESSION_FAILED"
             raise self._error(code, f"{exc} ({exc.error})") from None
-        except _LimitHit as exc:
+        except LimitHit as exc:
             raise self._error("EXPRESSION_LIMIT_EXCEEDED", str(exc)) from None
         except RecursionError:
             raise self._error("EXPRESSION_LIMIT_EXCEEDED", "the evaluation recursed too deeply") from None
         except _Disabled as exc:
             raise self._error("EXPRESSION_FAILED", str(exc)) from None
-        except (TypeError, ValueError, ArithmeticError, KeyError, IndexError, AttributeError) as exc:
+        except MemoryError:
+            raise self._error("EXPRESSION_LIMIT_EXCEEDED", "the evaluation ran out of memory") from None
+        except Exception as exc:  # noqa: BLE001 - whatever the untyped library raises is the expression's failure
             raise self._error("EXPRESSION_FAILED", f"{type(exc).__name__}: {exc}") from None
         finally:
             engine.environment = self._env
-        self._check_size(result, "result")
+            engine.slot.current = None
         return result
 
     def _check_size(self, data: Any, what: str) -> None:
-        try:
-            size = len(json.dumps(data, default=str))
-        except (ValueError, RecursionError):
-            raise self._error("EXPRESSION_LIMIT_EXCEEDED", f"the {what} is too deeply nested") from None
+        size = json_size(data, self.limits.max_value_bytes)
         if size > self.limits.max_value_bytes:
             raise self._error(
                 "EXPRESSION_LIMIT_EXCEEDED",
-                f"the {what} is {size} bytes of JSON, over the limit of {self.limits.max_value_bytes}",
+                f"the {what} is over {self.limits.max_value_bytes} bytes of JSON",
             )
 
     def _error(self, code: str, message: str) -> NoeticError:
+        # Both parts are cut: an error can quote any value the expression built (`$error` of a
+        # megabyte string), and messages end up in logs, spans and terminals.
         shown = self.source if len(self.source) <= 120 else self.source[:117] + "..."
+        if len(message) > _MESSAGE_LENGTH:
+            message = message[: _MESSAGE_LENGTH - 3] + "..."
         return NoeticError(code, f"expression {shown!r}: {message}", expression=self.source)
 
     def __repr__(self) -> str:
@@ -229,6 +265,11 @@ def compile_expression(source: str, limits: ExpressionLimits) -> Expression:
         ) from None
     if engine.errors:
         raise _invalid(source, str(engine.errors[0]))
+    # The library's null conversion walks every reference of the result in place, with no
+    # bound (a result repeating one object 10,000 times took seconds); `_plain` converts after
+    # the result's size is checked.
+    engine.set_output_convert_nulls(False)
+    for name, function in bounded_functions(engine.slot).items():
+        engine.register_function(name, function)
     engine.register_lambda("eval", _disabled_eval)
-    engine.register_function("pad", Jsonata.JFunction(_BoundedPad(limits.max_string), "<s-ns?:s>"))
     return Expression(source, engine, limits)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from noetic.custom_items import CustomItemDecl, custom_item
 from noetic.errors import NoeticConfigError
 from noetic.predicates import LoopSnapshot, Until, Verdict, all_, any_, until
-from noetic.schema import to_jsonable
+from noetic.schema import Schema, to_jsonable
 from noetic.steps.base import Step
 from noetic.steps.code import run_code
 from noetic.steps.decide import decide, question
@@ -52,6 +52,7 @@ from noetic.workflows.expressions import Expression, compile_expression
 from noetic.workflows.limits import WorkflowLimits, check_node_limits
 from noetic.workflows.load import DocumentSource, parse_document
 from noetic.workflows.problems import ROOT, Problem, child_path, index_path
+from noetic.workflows.run_budget import counted_iterations
 from noetic.workflows.steps import DocumentCallModel, FanOut, Subflow
 
 if TYPE_CHECKING:
@@ -220,8 +221,12 @@ class Hydrator:
                 decl = code_side
         else:
             try:
+                event = Schema.from_document(spec.event) if spec.event is not None else None
                 decl = custom_item(
-                    spec.type, description=spec.description, event=spec.event, output=spec.output
+                    spec.type,
+                    description=spec.description,
+                    event=event,
+                    output=Schema.from_document(spec.output),
                 )
             except NoeticConfigError as exc:
                 self._problem(path, exc.code, exc.message)
@@ -359,7 +364,14 @@ class Hydrator:
                 return None
             ceiling = node.max_iterations
             max_iterations = 1000 if ceiling is None else math.inf if ceiling == "infinity" else ceiling
-            return loop(step_id, [body], until=predicate, max_iterations=max_iterations, **options)
+            return loop(
+                step_id,
+                [body],
+                until=predicate,
+                max_iterations=max_iterations,
+                prepare_next=counted_iterations(step_id),
+                **options,
+            )
         if isinstance(node, d.SequenceNode):
             steps = [
                 self.node(s, index_path(child_path(path, "steps"), i), scope, suffix, refs)

@@ -7,7 +7,8 @@ Documents may come from planners or users, so everything about them is bounded:
 - after parsing: the node count (across every hydrated sub-workflow), the structural depth
   (the TypeScript Noetic's `maxDepth`, default 5: leaves count 0, each enclosing node 1), the
   length of each expression, and how deeply named sub-workflows nest;
-- at run time: how many paths one dynamic `inParallel` may fan out to, and for each
+- at run time: how many paths one dynamic `inParallel` may fan out to, how many fan-out
+  paths and loop iterations one run of the document may make in total, and for each
   expression evaluation the time, evaluation depth, range size, string size and the size of its
   input and output (`ExpressionLimits`).
 
@@ -29,6 +30,7 @@ __all__ = [
     "check_node_limits",
     "check_source_limits",
     "check_value_depth",
+    "json_text_depth",
     "structural_depth",
 ]
 
@@ -38,10 +40,13 @@ class ExpressionLimits:
     """Bounds of one JSONata evaluation.
 
     `max_nesting` bounds the bracket nesting of the source (checked when it is compiled, so the
-    parser never recurses deeply); `timeout_ms` and `max_depth` are checked each time an
-    evaluation step starts or ends; `max_range` caps `[a..b]`, `max_string` the result of `&`
-    and `$pad`, and `max_value_bytes` the JSON size of the input an expression reads and of the
-    value it returns.
+    parser never recurses deeply). At run time: `timeout_ms` is the CPU time (of the
+    evaluating thread, not the wall clock) one evaluation may use; `max_depth` how many
+    evaluation steps may be open at once (nesting, not calls); `max_range` caps `[a..b]`;
+    `max_string` every string a builtin, `&` or `$pad` makes; `max_items` every array or
+    object a builtin makes; `max_memory_bytes` the estimated total of what the builtins,
+    ranges and concatenations of one evaluation allocate; `max_value_bytes` the JSON size of
+    the input an expression reads and of the value it returns.
     """
 
     max_nesting: int = 64
@@ -49,12 +54,19 @@ class ExpressionLimits:
     max_depth: int = 300
     max_range: int = 100_000
     max_string: int = 1_000_000
+    max_items: int = 100_000
+    max_memory_bytes: int = 64_000_000
     max_value_bytes: int = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
 class WorkflowLimits:
-    """Bounds of a workflow document; pass `nt.workflow(limits=WorkflowLimits(max_depth=8))`."""
+    """Bounds of a workflow document; pass `nt.workflow(limits=WorkflowLimits(max_depth=8))`.
+
+    `max_fan_out` bounds one dynamic `inParallel`; `max_paths` the fan-out paths and
+    `max_iterations` the loop iterations of one whole run of the document (every node and
+    sub-workflow together), so nesting cannot multiply past them.
+    """
 
     max_bytes: int = 1_000_000
     max_json_depth: int = 64
@@ -63,10 +75,12 @@ class WorkflowLimits:
     max_expression_length: int = 4_096
     max_subflow_depth: int = 8
     max_fan_out: int = 100
+    max_paths: int = 10_000
+    max_iterations: int = 100_000
     expressions: ExpressionLimits = field(default_factory=ExpressionLimits)
 
 
-def _text_depth(text: str) -> int:
+def json_text_depth(text: str) -> int:
     """The deepest bracket nesting of JSON text, ignoring brackets inside strings."""
     depth = deepest = 0
     in_string = escaped = False
@@ -98,7 +112,7 @@ def check_source_limits(text: str, size: int, limits: WorkflowLimits) -> list[Pr
                 f"the document is {size} bytes, over the limit of {limits.max_bytes}",
             )
         ]
-    depth = _text_depth(text)
+    depth = json_text_depth(text)
     if depth > limits.max_json_depth:
         return [
             Problem(

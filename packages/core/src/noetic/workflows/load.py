@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -41,7 +42,14 @@ def _read(source: Any, limits: WorkflowLimits) -> tuple[str | None, list[Problem
     else:
         path = Path(source)
         try:
-            with path.open("rb") as file:
+            # Opened without blocking and read only when it is a regular file: a FIFO or a
+            # device as the document would otherwise hang the read or never end.
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as file:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None, [
+                        Problem(ROOT, "INVALID_WORKFLOW_SOURCE", f"{str(path)!r} is not a regular file")
+                    ]
                 data = file.read(limits.max_bytes + 1)
         except OSError as exc:
             return None, [

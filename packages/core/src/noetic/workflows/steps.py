@@ -5,7 +5,8 @@ model step that reads any input as text.
 - `FanOut` is a dynamic `inParallel`: at run time it selects the array to fan out over (the
   input itself, or its `over` member; a JSON string is parsed first) and runs one `EachItem`
   path per element with `nt.in_parallel`'s semantics. Paths are keyed `<node id>-item-<i>`,
-  so the step ledger tells them apart; more than `max_fan_out` elements is `LIMIT_EXCEEDED`.
+  so the step ledger tells them apart; more than `max_fan_out` elements, or more paths than the
+  run's document-wide budget has left (`noetic.workflows.run_budget`), is `LIMIT_EXCEEDED`.
 - `DocumentCallModel` is `nt.call_model` for a `callModel` node: an input that is not a string
   (an `invokeTool` result, an `each` element) reaches the model as its JSON text, as the
   TypeScript runtime passes values between nodes as text.
@@ -23,6 +24,7 @@ from noetic.steps.base import Step, execute
 from noetic.steps.model_call import CallModel
 from noetic.steps.parallel import InParallel, ParallelMode
 from noetic.workflows.expressions import json_value
+from noetic.workflows.run_budget import count_paths, reraise_breach
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
@@ -133,9 +135,14 @@ class FanOut(Step):
             )
         if not values:
             return None if self.mode == "race" or self.merge is None else self.merge([])
+        count_paths(self.id, len(values))
         paths = [EachItem(f"{self.id}-item-{i}", self.each, value) for i, value in enumerate(values)]
         fork = InParallel(self.id, paths, mode=self.mode, merge=self.merge, concurrency=self.concurrency)
-        return await fork.run(input, ctx)
+        try:
+            return await fork.run(input, ctx)
+        except NoeticError:
+            reraise_breach()
+            raise
 
 
 def input_text(value: Any) -> str:

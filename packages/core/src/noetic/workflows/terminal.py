@@ -9,7 +9,9 @@
 - Model text is written as it streams; tool calls print one line each.
 
 On a terminal the live area is redrawn with plain ANSI cursor codes (colour unless `NO_COLOR`
-is set); elsewhere (a pipe, a file, CI logs) every update is one plain line instead.
+is set); elsewhere (a pipe, a file, CI logs) every update is one plain line instead. Text from
+the stream (model text, tool calls, item fields and types) is untrusted and passes through
+`terminal_safe` first, so it cannot carry escape sequences of its own.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from noetic.items import FunctionCallItem, MessageItem, dump_item
 from noetic.model import TextDelta
 from noetic.schema import to_jsonable
 from noetic.streams import StreamEvent
+from noetic.terminal_safe import terminal_safe
 
 __all__ = ["TerminalRenderer", "progress_of"]
 
@@ -152,7 +155,7 @@ class TerminalRenderer:
             self._in_text = True
         if delta.item_id is not None:
             self._streamed.add(delta.item_id)
-        self._write(delta.text)
+        self._write(terminal_safe(delta.text))
 
     def _appended(self, item: Any) -> None:
         if isinstance(item, CustomItem):
@@ -163,11 +166,12 @@ class TerminalRenderer:
                 self._end_text()
                 self._draw_live()
             else:
-                self._line(self._style("assistant ", "2") + item.text)
+                self._line(self._style("assistant ", "2") + terminal_safe(item.text))
         elif isinstance(item, FunctionCallItem):
-            self._line(self._style(f"→ {item.name}({item.arguments})", "2"))
+            self._line(self._style(terminal_safe(f"→ {item.name}({item.arguments})", multiline=False), "2"))
 
     def _progress(self, type: str, fields: Any, *, final: bool) -> None:
+        type = terminal_safe(type, multiline=False)
         found = progress_of(fields, self._peaks.get(type, 0.0)) if isinstance(fields, Mapping) else None
         if found is None:
             shown = (
@@ -175,7 +179,7 @@ class TerminalRenderer:
                 if isinstance(fields, Mapping)
                 else json.dumps(fields, ensure_ascii=False)
             )
-            self._line(f"{self._style(type, '36')} {shown}")
+            self._line(f"{self._style(type, '36')} {terminal_safe(shown, multiline=False)}")
             return
         fraction, label, self._peaks[type] = found
         bar = _Bar(type, fraction, label)

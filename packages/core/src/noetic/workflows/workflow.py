@@ -38,7 +38,7 @@ class WorkflowStep(Step):
     """A hydrated workflow document: runs `root` on the step input."""
 
     kind = "workflow"
-    __slots__ = ("_checked", "deferred", "document", "root")
+    __slots__ = ("_checked", "deferred", "document", "limits", "root")
 
     def __init__(
         self,
@@ -48,10 +48,14 @@ class WorkflowStep(Step):
         *,
         deferred: Sequence[Deferred] = (),
         custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+        limits: WorkflowLimits | None = None,
     ):
+        from noetic.workflows.limits import WorkflowLimits
+
         super().__init__(id, custom_items=custom_items)
         self.document = document
         self.root = root
+        self.limits = limits or WorkflowLimits()
         self.deferred = tuple(deferred)
         self._checked: weakref.ref[Registries] | None = None
 
@@ -59,9 +63,12 @@ class WorkflowStep(Step):
         return (self.root,)
 
     async def run(self, input: Any, ctx: Context) -> Any:
+        from noetic.workflows.run_budget import run_budget
+
         if self.deferred:
             self._check_registered(ctx._exec.harness.plugin_manager.registries)
-        return await execute(self.root, input, ctx)
+        with run_budget(self.limits):
+            return await execute(self.root, input, ctx)
 
     def _check_registered(self, registries: Registries) -> None:
         """Raise `UNKNOWN_CUSTOM_ITEM` / `UNKNOWN_LAYER_REFERENCE` for deferred names the
@@ -131,4 +138,6 @@ def workflow(
     root = hydrator.document(doc)
     raise_problems(hydrator.problems, what=f"workflow {id!r}")
     assert root is not None
-    return WorkflowStep(id, doc, root, deferred=hydrator.deferred, custom_items=bindings.custom_items)
+    return WorkflowStep(
+        id, doc, root, deferred=hydrator.deferred, custom_items=bindings.custom_items, limits=limits
+    )

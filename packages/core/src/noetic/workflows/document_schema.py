@@ -1,0 +1,207 @@
+"""JSON Schemas from workflow documents: checked and validated without fetching anything, and
+with patterns that cannot backtrack.
+
+A document's `customItems` schemas are untrusted, so `document_validator_class` extends the
+jsonschema validator for them, and `schema_problems` lists what makes one unacceptable:
+
+- `$ref` and `$dynamicRef` must point inside the schema (`#…`); nothing is ever retrieved, for
+  any schema (`noetic.schema` validates with an empty reference registry), so a reference to a
+  URL or a `file://` path is refused when the document is checked;
+- `pattern`, `patternProperties` and the pattern test of `additionalProperties` run on RE2, a
+  linear-time engine (Python's `re` backtracks: `^(a+)+$` against 40 `a`s and a `!` never
+  ends); a pattern RE2 cannot compile (backreferences, lookaround) makes the schema invalid;
+- `uniqueItems` is checked in linear time (jsonschema compares every pair of objects);
+- `unevaluatedProperties` next to `patternProperties` is refused: jsonschema evaluates that
+  combination with `re` and offers no way to swap it.
+
+The keyword functions are written here because jsonschema calls `re.search` directly in them;
+a validator class can replace a keyword, not the regular-expression engine.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["document_validator_class", "equality_key", "schema_problems"]
+
+_REF_KEYWORDS = ("$ref", "$dynamicRef")
+#: Keywords whose values are data, not schemas: a `$ref` key inside them refers to nothing.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+#: RE2's memory cap of one compiled pattern (program and match cache), and how many compiled
+#: patterns are kept: together they bound what a document's patterns can hold at once.
+_PATTERN_MEMORY = 8 << 20
+_CACHED_PATTERNS = 16
+_ECMA_UNICODE_ESCAPE = re.compile(r"\\(u([0-9A-Fa-f]{4})|.)", re.DOTALL)
+
+
+class PatternError(ValueError):
+    """A pattern RE2 cannot compile."""
+
+
+def _re2_syntax(pattern: str) -> str:
+    """A JSON Schema (ECMA-262) pattern in RE2's syntax: `\\uXXXX` becomes `\\x{XXXX}`; other
+    escapes are the same in both."""
+    return _ECMA_UNICODE_ESCAPE.sub(lambda m: f"\\x{{{m.group(2)}}}" if m.group(2) else m.group(0), pattern)
+
+
+@lru_cache(maxsize=_CACHED_PATTERNS)
+def _compiled(pattern: str) -> Any:
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = _PATTERN_MEMORY
+    try:
+        return re2.compile(_re2_syntax(pattern), options)
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise PatternError(
+            f"pattern {pattern!r} is not supported ({detail}); patterns run on RE2, without "
+            "backreferences or lookaround"
+        ) from None
+
+
+def equality_key(value: Any, memo: dict[int, str]) -> Any:
+    """A hashable key equal for deep-equal JSON values (objects compared regardless of key
+    order); a container's key is computed once per object however often it repeats."""
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, int | float):
+        return ("n", float(value))
+    if isinstance(value, str):
+        return ("s", value)
+    if isinstance(value, list | tuple | Mapping):
+        key = memo.get(id(value))
+        if key is None:
+            key = memo[id(value)] = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+        return ("j", key)
+    return ("z", repr(value))
+
+
+def _walk(schema: Any, path: str = "") -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every schema object inside `schema` with its path, without recursion."""
+    stack: list[tuple[str, Any]] = [(path, schema)]
+    while stack:
+        where, current = stack.pop()
+        if isinstance(current, Mapping):
+            yield where, current
+            stack.extend(
+                (f"{where}/{key}", value) for key, value in current.items() if key not in _DATA_KEYWORDS
+            )
+        elif isinstance(current, list):
+            stack.extend((f"{where}/{i}", value) for i, value in enumerate(current))
+
+
+def schema_problems(schema: Any) -> list[tuple[str, str]]:
+    """What makes a document's schema unacceptable: `(path, message)` pairs."""
+    problems: list[tuple[str, str]] = []
+    nodes = list(_walk(schema))
+    unevaluated = any("unevaluatedProperties" in node for _, node in nodes)
+    for where, node in nodes:
+        for keyword in _REF_KEYWORDS:
+            ref = node.get(keyword)
+            if isinstance(ref, str) and not ref.startswith("#"):
+                problems.append(
+                    (
+                        f"{where}/{keyword}",
+                        f"{keyword} {ref!r} points outside the schema; a document's schema may only "
+                        "refer to its own parts ('#/$defs/...'), nothing is ever fetched",
+                    )
+                )
+        patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+        if isinstance(node.get("patternProperties"), Mapping):
+            patterns.extend(node["patternProperties"])
+            if unevaluated:
+                problems.append(
+                    (
+                        f"{where}/patternProperties",
+                        "patternProperties cannot be combined with unevaluatedProperties in a "
+                        "document's schema",
+                    )
+                )
+        for pattern in patterns:
+            try:
+                _compiled(pattern)
+            except PatternError as exc:
+                problems.append((where, str(exc)))
+    return problems
+
+
+# --- keywords ---------------------------------------------------------------------------------
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not _compiled(pattern).search(instance):
+        yield ValidationError(f"{instance!r:.200} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: Mapping[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        compiled = _compiled(pattern)
+        for key, value in instance.items():
+            if compiled.search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    properties = schema.get("properties", {})
+    compiled = [_compiled(p) for p in schema.get("patternProperties", {})]
+    return [
+        key
+        for key in instance
+        if key not in properties and not any(pattern.search(key) for pattern in compiled)
+    ]
+
+
+def _additional_properties(validator: Any, allowed: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    extras = _additional(instance, schema)
+    if validator.is_type(allowed, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], allowed, path=extra)
+    elif not allowed and extras:
+        shown = ", ".join(repr(extra) for extra in sorted(extras)[:20])
+        yield ValidationError(f"additional properties are not allowed ({shown} unexpected)")
+
+
+def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    memo: dict[int, str] = {}
+    seen: set[Any] = set()
+    for element in instance:
+        key = equality_key(element, memo)
+        if key in seen:
+            yield ValidationError("the array has non-unique elements")
+            return
+        seen.add(key)
+
+
+_KEYWORDS = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "uniqueItems": _unique_items,
+}
+
+
+def document_validator_class(base: Any) -> Any:
+    """`base` (a jsonschema validator class) with the keywords above."""
+    from jsonschema.validators import extend
+
+    return extend(base, {k: v for k, v in _KEYWORDS.items() if k in base.VALIDATORS})

@@ -1,0 +1,123 @@
+"""The document-wide bounds of one run of a workflow document: paths and loop iterations.
+
+Each node is bounded on its own (a dynamic `inParallel` fans out to at most `max_fan_out`
+paths), but nesting multiplies: three nested fan-outs of 100 are a million paths. So one run
+of a document — the `WorkflowStep` and every sub-workflow it runs — shares a `RunBudget`
+counting the fan-out paths it has started and the loop iterations it has made, and going over
+`WorkflowLimits.max_paths` or `max_iterations` fails the run early with `LIMIT_EXCEEDED`.
+
+The budget travels in a context variable, so parallel paths (tasks that copy the context)
+count into the same one. A breach deep inside a fan-out reaches the enclosing `inParallel` as
+one failed path among many; `reraise_breach` lets the fan-out raise the breach itself instead,
+so the run fails with `LIMIT_EXCEEDED` rather than a `fork_partial`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, NoReturn
+
+from noetic.errors import NoeticError
+from noetic.workflows.limits import WorkflowLimits
+
+__all__ = [
+    "RunBudget",
+    "count_iteration",
+    "count_paths",
+    "counted_iterations",
+    "reraise_breach",
+    "run_budget",
+]
+
+
+class RunBudget:
+    """What one run of a document has started so far."""
+
+    __slots__ = ("breach", "iterations", "limits", "paths")
+
+    def __init__(self, limits: WorkflowLimits):
+        self.limits = limits
+        self.paths = 0
+        self.iterations = 0
+        self.breach: NoeticError | None = None
+
+    def fail(self, error: NoeticError) -> NoReturn:
+        """Remember and raise the first breach."""
+        if self.breach is None:
+            self.breach = error
+        raise self.breach
+
+
+_current: ContextVar[RunBudget | None] = ContextVar("noetic_workflow_run_budget", default=None)
+
+
+@contextmanager
+def run_budget(limits: WorkflowLimits) -> Iterator[RunBudget]:
+    """The budget of the run in progress, or a new one when this is the outermost document."""
+    budget = _current.get()
+    if budget is not None:
+        yield budget
+        return
+    budget = RunBudget(limits)
+    token = _current.set(budget)
+    try:
+        yield budget
+    finally:
+        _current.reset(token)
+
+
+def count_paths(step_id: str, count: int) -> None:
+    """Count `count` fan-out paths about to start at `step_id`; over the limit is `LIMIT_EXCEEDED`."""
+    budget = _current.get()
+    if budget is None:
+        return
+    budget.paths += count
+    if budget.paths > budget.limits.max_paths:
+        budget.fail(
+            NoeticError(
+                "LIMIT_EXCEEDED",
+                f"dynamic inParallel {step_id!r} would take the run to {budget.paths} fan-out paths, over the "
+                f"document-wide limit of {budget.limits.max_paths} (WorkflowLimits.max_paths)",
+                step_id=step_id,
+                limit=budget.limits.max_paths,
+                actual=budget.paths,
+            )
+        )
+
+
+def count_iteration(step_id: str) -> None:
+    """Count one more loop iteration at `step_id`; over the limit is `LIMIT_EXCEEDED`."""
+    budget = _current.get()
+    if budget is None:
+        return
+    budget.iterations += 1
+    if budget.iterations > budget.limits.max_iterations:
+        budget.fail(
+            NoeticError(
+                "LIMIT_EXCEEDED",
+                f"loop {step_id!r} would take the run past {budget.limits.max_iterations} loop iterations in "
+                "total (WorkflowLimits.max_iterations)",
+                step_id=step_id,
+                limit=budget.limits.max_iterations,
+                actual=budget.iterations,
+            )
+        )
+
+
+def reraise_breach() -> None:
+    """Raise the run's budget breach, if one happened (called when a fan-out failed)."""
+    budget = _current.get()
+    if budget is not None and budget.breach is not None:
+        raise budget.breach
+
+
+def counted_iterations(step_id: str) -> Any:
+    """A loop's `prepare_next` that counts each further iteration and passes the output on."""
+
+    def prepare_next(output: Any, verdict: Any, ctx: Any) -> Any:
+        count_iteration(step_id)
+        return output
+
+    return prepare_next

@@ -1,0 +1,143 @@
+"""Hostile JSON Schemas in a document's `customItems`: nothing is ever retrieved, patterns
+cannot backtrack, and validation of large values stays linear."""
+
+from __future__ import annotations
+
+import json
+
+SECRET = "db-password-from-a-local-file"
+
+
+def item_document(output_schema: dict, emitted: str) -> dict:
+    """A document whose compute node emits one `t:item` final item from `emitted` (JSONata)."""
+    return {
+        "version": 1,
+        "customItems": {"thing": {"type": "t:item", "output": output_schema}},
+        "root": {
+            "kind": "compute",
+            "id": "c",
+            "expr": "$",
+            "emitItems": {"item": "thing", "onDone": emitted},
+        },
+    }
+
+
+RUN_DOCUMENT = """
+import json
+import noetic as nt
+from noetic.testing import ScriptedModel
+
+DOC = json.loads({doc!r})
+
+async def main():
+    flow = nt.workflow("w", DOC)
+    async with nt.AgentHarness("t", agent_graph=flow, model=ScriptedModel.echo()) as h:
+        return (await h.run("go")).output
+"""
+
+
+def run_document(child, doc: dict, **limits: float):
+    return child.run(RUN_DOCUMENT.format(doc=json.dumps(doc)), **limits)
+
+
+def test_a_ref_to_a_local_server_is_never_fetched(child):
+    outcome = child.run(
+        f"""
+        import json, threading
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+        import noetic as nt
+
+        hits = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                hits.append(self.path)
+                body = json.dumps({{"enum": [{SECRET!r}]}}).encode()
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        async def main():
+            server = HTTPServer(("127.0.0.1", 0), Handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            url = f"http://127.0.0.1:{{server.server_port}}/secret.json"
+            doc = {{
+                "version": 1,
+                "customItems": {{"thing": {{"type": "t:item", "output": {{
+                    "type": "object", "properties": {{"x": {{"$ref": url}}}}}}}}}},
+                "root": {{"kind": "compute", "id": "c", "expr": "$",
+                          "emitItems": {{"item": "thing", "onDone": "{{'x': 'x'}}"}}}},
+            }}
+            try:
+                nt.workflow("w", doc)
+            except nt.NoeticError as exc:
+                return {{"code": exc.code, "message": exc.message, "hits": hits}}
+            finally:
+                server.shutdown()
+            return {{"hits": hits}}
+        """,
+        wall_clock=30,
+    )
+    result = outcome.returned()
+    assert result["hits"] == []
+    assert result.get("code") == "INVALID_CUSTOM_ITEM_OUTPUT", result
+    assert "points outside the schema" in result["message"]
+    assert SECRET not in result["message"]
+
+
+def test_a_file_ref_is_refused_by_validate_and_by_run(child):
+    secret = child.write("secret.json", json.dumps({"enum": [SECRET]}))
+    schema = {"type": "object", "properties": {"x": {"$ref": secret.as_uri()}}}
+    doc = child.write("doc.json", json.dumps(item_document(schema, "{'x': 'x'}")))
+    validated = child.cli("validate", str(doc))
+    assert validated.returncode == 2, validated.describe()
+    assert "points outside the schema" in validated.stderr
+    ran = child.cli("run", str(doc))
+    assert ran.returncode == 2, ran.describe()
+    for text in (validated.stdout, validated.stderr, ran.stdout, ran.stderr):
+        assert SECRET not in text
+        assert "Traceback" not in text
+
+
+def test_a_catastrophic_pattern_does_not_hang(child):
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^(a+)+$"}}}
+    doc = item_document(schema, "{'x': $pad('', 40, 'a') & '!'}")
+    message = run_document(child, doc, wall_clock=30).raised("INVALID_CUSTOM_ITEM")
+    assert "does not match" in message
+
+
+def test_a_catastrophic_pattern_property_does_not_hang(child):
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    doc = item_document(schema, "{$pad('', 40, 'a') & '!': 'v'}")
+    message = run_document(child, doc, wall_clock=30).raised("INVALID_CUSTOM_ITEM")
+    assert "additional properties" in message
+
+
+def test_a_pattern_needing_backtracking_is_refused_when_the_document_is_checked(child):
+    schema = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^(a)\\1$"}}}
+    doc = child.write("doc.json", json.dumps(item_document(schema, "{'x': 'aa'}")))
+    finished = child.cli("validate", str(doc))
+    assert finished.returncode == 2, finished.describe()
+    assert "RE2" in finished.stderr
+
+
+def test_unique_items_over_many_objects_is_linear(child):
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "uniqueItems": True}}}
+    doc = item_document(schema, "{'xs': [1..20000].{'v': $}}")
+    assert run_document(child, doc, wall_clock=30).returned() == "go"
+
+
+def test_a_reference_cycle_fails_the_item_instead_of_crashing(child):
+    # found attacking the fix: a schema that refers to itself recurses until Python gives up
+    schema = {"type": "object", "allOf": [{"$ref": "#"}]}
+    message = run_document(child, item_document(schema, "{'x': 1}"), wall_clock=30).raised(
+        "INVALID_CUSTOM_ITEM"
+    )
+    assert "nests too deeply" in message
