@@ -22,38 +22,41 @@ __all__ = ["BUFFER", "LiveRelay"]
 BUFFER = 5000
 
 
+class _Subscriber:
+    """One open Live page: the frames it has not received yet, and how to wake it."""
+
+    __slots__ = ("pending", "wake")
+
+    def __init__(self, recent: deque[str]):
+        self.pending: deque[str] = deque(recent, maxlen=BUFFER)
+        self.wake = anyio.Event()
+
+
 class LiveRelay:
     """The fan-out of pushed events to SSE subscribers."""
 
     def __init__(self) -> None:
         self._recent: deque[str] = deque(maxlen=BUFFER)
-        self._subscribers: list[tuple[deque[str], anyio.Event]] = []
-        self._events: list[anyio.Event] = []
+        self._subscribers: list[_Subscriber] = []
 
     def publish(self, events: list[Any]) -> None:
         """Add pushed events (each re-encoded as compact JSON) and wake every subscriber."""
-        for event in events:
-            line = json.dumps(event, separators=(",", ":"))
-            self._recent.append(line)
-            for pending, _ in self._subscribers:
-                pending.append(line)
-        for i, (pending, wake) in enumerate(self._subscribers):
-            wake.set()
-            self._subscribers[i] = (pending, anyio.Event())
+        lines = [json.dumps(event, separators=(",", ":")) for event in events]
+        self._recent.extend(lines)
+        for sub in self._subscribers:
+            sub.pending.extend(lines)
+            sub.wake.set()
 
     async def subscribe(self) -> AsyncIterator[str]:
         """The buffered events, then each new one, as SSE `data:` frames (until cancelled)."""
-        pending: deque[str] = deque(self._recent, maxlen=BUFFER)
-        entry = (pending, anyio.Event())
-        self._subscribers.append(entry)
+        sub = _Subscriber(self._recent)
+        self._subscribers.append(sub)
         try:
             yield ": connected\n\n"
             while True:
-                while pending:
-                    yield f"data: {pending.popleft()}\n\n"
-                for queued, wake in self._subscribers:
-                    if queued is pending:
-                        await wake.wait()
-                        break
+                while sub.pending:
+                    yield f"data: {sub.pending.popleft()}\n\n"
+                await sub.wake.wait()
+                sub.wake = anyio.Event()
         finally:
-            self._subscribers = [s for s in self._subscribers if s[0] is not pending]
+            self._subscribers.remove(sub)
