@@ -10,9 +10,20 @@ import pytest
 from noetic.durable.ledger import load_ledger
 from noetic.durable.snapshot import execution_ids, load_snapshot
 from noetic.durable.trace import load_trace
+from noetic.layers import ContextLayer, LayerContext
 from noetic.testing import ScriptedModel, text_reply
 
 pytestmark = pytest.mark.anyio
+
+
+class Notes(ContextLayer):
+    """A layer adding one fixed note to every model call."""
+
+    id = "notes"
+    slot = 100
+
+    async def recall(self, ctx: LayerContext, budget: float) -> str:
+        return "remember this"
 
 
 async def _read(storage: Any, execution_id: str) -> tuple[Any, list[Any], Any]:
@@ -29,7 +40,9 @@ async def _read(storage: Any, execution_id: str) -> tuple[Any, list[Any], Any]:
 async def test_in_1_every_completed_step_keeps_a_trace_row_after_compaction(storage: Any) -> None:
     model = ScriptedModel([text_reply("a", cost=0.002), text_reply("b", cost=0.003)])
     graph = nt.sequence("g", [nt.call_model("first"), nt.call_model("second")])
-    async with nt.AgentHarness("t", agent_graph=graph, model=model, storage=storage.spec()) as h:
+    async with nt.AgentHarness(
+        "t", agent_graph=graph, model=model, storage=storage.spec(), layers=[Notes()]
+    ) as h:
         response = await h.run("go", execution_id="traced")
     snap, trace, window = await _read(storage, "traced")
     assert list(window.entries) == ["/g#0"]  # the children's ledger entries were compacted
@@ -43,6 +56,7 @@ async def test_in_1_every_completed_step_keeps_a_trace_row_after_compaction(stor
     assert all(row.duration_ms >= 0 and row.attempt == 1 for row in trace)
     first = trace[0].layer_usage
     assert first is not None and first["execution_id"] == "traced" and first["total_used_tokens"] > 0
+    assert [layer["layer_id"] for layer in first["layers"]] == ["notes"]
     assert trace[-1].layer_usage is None  # the sequence made no model call itself
     assert snap.outcome == "completed" and snap.attempt == 1
     assert snap.started_at is not None and snap.ended_at is not None and snap.started_at <= snap.ended_at
@@ -63,6 +77,7 @@ async def test_in_1_a_resumed_attempt_is_counted_and_its_replayed_steps_keep_the
     snap, trace, _ = await _read(storage, "again")
     assert (failed.outcome, failed.attempt) == ("failed", 1)
     assert (snap.outcome, snap.attempt) == ("completed", 2)
+    assert all(row.layer_usage is None for row in trace)  # no layers: the usage stays unmeasured
     attempts = {row.path: row.attempt for row in trace}
     assert attempts == {"/g#0/paid#0": 1, "/g#0/crash#0": 2, "/g#0": 2}  # `paid` replayed in attempt 2
 

@@ -55,7 +55,7 @@ from noetic.durable.store import (
 )
 from noetic.durable.trace import trace_row
 from noetic.errors import NoeticConfigError, NoeticError
-from noetic.usage import RoundUsage, StepMeta
+from noetic.usage import LastLayerUsage, RoundUsage, StepMeta
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
@@ -459,7 +459,14 @@ class StepLedger:
         """The step's trace row (IN-1), or None when its layer usage is not JSON."""
         meta = ctx.last_step_meta
         own = meta is not None and meta is not mark.meta and meta.step_id == step.id
-        usage = ctx.last_layer_usage if own and ctx._layer_usage is not mark.layer_usage else None
+        # Only a usage the call already measured (a call with layers): measuring one that was
+        # left lazy walks the whole request, which would make every step cost O(history).
+        measured = ctx._layer_usage
+        usage = (
+            measured
+            if own and measured is not mark.layer_usage and isinstance(measured, LastLayerUsage)
+            else None
+        )
         try:
             return trace_row(
                 self.execution_id,

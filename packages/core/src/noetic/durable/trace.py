@@ -41,9 +41,12 @@ def trace_key(execution_id: str, seq: int) -> str:
 
 
 class StepTrace(BaseModel):
-    """One completed step as a person sees it (`usage` is [input, output, cached] tokens;
-    `cost`, `billed_cost` (what this attempt paid) and `held_cost` are decimal strings in USD; `layer_usage` is the model round's
-    `LastLayerUsage` as JSON, for a step that called a model)."""
+    """One completed step as a person sees it.
+
+    `usage` is [input, output, cached] tokens; `cost`, `billed_cost` (what this attempt paid)
+    and `held_cost` are decimal strings in USD; `layer_usage` is the model round's
+    `LastLayerUsage` as JSON, for a model step that ran with context layers.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
