@@ -218,3 +218,24 @@ def test_noetic_inspect_serves_the_store(written: Any, server_type: Any) -> None
         assert httpx.get(served.url + "/api/workflow", timeout=5).status_code == 404
     finally:
         served.stop()
+
+
+def test_the_example_run_shows_up_in_noetic_inspect(tmp_path: Path, server_type: Any) -> None:
+    """The user's path: run examples/inspected_run.py, then `noetic inspect` its store."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "inspected_run.py"
+    ran = subprocess.run(
+        [sys.executable, str(example), "runs.db"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "noetic inspect sqlite:///runs.db" in ran.stdout
+    noetic = shutil.which("noetic", path=str(Path(sys.executable).parent))
+    assert noetic is not None
+    served = server_type([f"sqlite:///{tmp_path / 'runs.db'}"], command=(noetic, "inspect"))
+    try:
+        (row,) = httpx.get(served.url + "/api/executions", timeout=5).json()["executions"]
+        detail = httpx.get(f"{served.url}/api/executions/{row['execution_id']}", timeout=5).json()
+    finally:
+        served.stop()
+    assert row["status"] == "completed" and Decimal(row["totals"]["cost"]) == Decimal("0.00100")
+    assert [s["step_id"] for s in detail["steps"]] == ["agent", "research", "answer"]
+    assert detail["steps"][1]["layer_usage"]["layers"][0]["layer_id"] == "glossary"
