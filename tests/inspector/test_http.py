@@ -42,6 +42,7 @@ async def test_the_list_reports_status_steps_tokens_and_costs_from_the_store(wri
     ok, failed, resumed = by_id[written.ok_id], by_id[written.failed_id], by_id[written.resumed_id]
     assert (ok["status"], failed["status"], resumed["status"]) == ("completed", "failed", "completed")
     assert (ok["attempt"], resumed["attempt"]) == (1, 2)
+    assert ok["reason"] is None and "the report service is down" in failed["reason"]
     # as in the HarnessResponse: the execution cost what its draft did; the last attempt paid nothing
     assert Decimal(resumed["totals"]["cost"]) == Decimal("0.0002")
     assert Decimal(resumed["totals"]["billed_cost"]) == 0

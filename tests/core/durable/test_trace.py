@@ -8,7 +8,7 @@ from typing import Any
 import noetic as nt
 import pytest
 from noetic.durable.ledger import load_ledger
-from noetic.durable.snapshot import execution_ids, load_snapshot
+from noetic.durable.snapshot import MAX_REASON, execution_ids, load_snapshot
 from noetic.durable.trace import load_trace
 from noetic.layers import ContextLayer, LayerContext
 from noetic.testing import ScriptedModel, text_reply
@@ -76,7 +76,8 @@ async def test_in_1_a_resumed_attempt_is_counted_and_its_replayed_steps_keep_the
         await h.resume("again")
     snap, trace, _ = await _read(storage, "again")
     assert (failed.outcome, failed.attempt) == ("failed", 1)
-    assert (snap.outcome, snap.attempt) == ("completed", 2)
+    assert failed.reason is not None and "simulated crash" in failed.reason
+    assert (snap.outcome, snap.attempt, snap.reason) == ("completed", 2, None)
     assert all(row.layer_usage is None for row in trace)  # no layers: the usage stays unmeasured
     attempts = {row.path: row.attempt for row in trace}
     assert attempts == {"/g#0/paid#0": 1, "/g#0/crash#0": 2, "/g#0": 2}  # `paid` replayed in attempt 2
@@ -92,7 +93,7 @@ async def test_in_1_an_aborted_turn_is_recorded_as_aborted(storage: Any) -> None
         with pytest.raises(nt.NoeticError):
             await h.run("go", execution_id="stopped")
     snap, _, _ = await _read(storage, "stopped")
-    assert snap.outcome == "aborted"
+    assert snap.outcome == "aborted" and snap.reason is not None and "enough" in snap.reason
 
 
 async def test_in_1_execution_ids_lists_each_execution_once_whatever_its_id(storage: Any) -> None:
@@ -118,3 +119,14 @@ async def test_in_1_a_damaged_trace_row_is_checkpoint_corrupt(storage: Any) -> N
     finally:
         await store.aclose()
     assert caught.value.code == "CHECKPOINT_CORRUPT" and key in caught.value.message
+
+
+async def test_in_1_a_long_failure_reason_is_cut_to_its_bound(storage: Any) -> None:
+    def fail(value: Any) -> Any:
+        raise RuntimeError("x" * 50_000)
+
+    async with nt.AgentHarness("t", agent_graph=nt.run_code("f", fail), storage=storage.spec()) as h:
+        with pytest.raises(nt.NoeticError):
+            await h.run("go", execution_id="long-reason")
+    snap, _, _ = await _read(storage, "long-reason")
+    assert snap.outcome == "failed" and snap.reason is not None and len(snap.reason) == MAX_REASON

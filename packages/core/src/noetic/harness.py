@@ -626,7 +626,7 @@ class AgentHarness:
             outcome: Outcome = (
                 "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
             )
-            await run.recorder.close(run, outcome)
+            await run.recorder.close(run, outcome, None if error is None else error.message)
         await run.layers.finish_root(error)
         if ctx.completed:
             output = ctx.completion_value

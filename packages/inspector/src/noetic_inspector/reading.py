@@ -119,6 +119,7 @@ class ExecutionSummary:
     execution_id: str
     thread_id: str
     status: str
+    reason: str | None
     steps: int
     attempt: int
     totals: Totals
@@ -195,6 +196,7 @@ async def _summary(store: ReadOnlyStore, snap: ExecutionSnapshot, rows: list[Ste
         execution_id=snap.execution_id,
         thread_id=snap.thread_id,
         status=status,
+        reason=snap.reason,
         steps=len(rows),
         attempt=snap.attempt,
         totals=_totals(rows),

@@ -166,13 +166,13 @@ class Recorder:
         if self._staged_body is not None:
             self._saved_body, self._staged_body = self._staged_body, None
 
-    async def close(self, run: Execution, outcome: Outcome | None = None) -> None:
+    async def close(self, run: Execution, outcome: Outcome | None = None, reason: str | None = None) -> None:
         """Write what is still staged (the turn's steps under `"turn"`, or rows a failed write
-        left) with the snapshot recording the turn's `outcome`, then release the claim
-        (shielded: it must happen even on cancellation)."""
+        left) with the snapshot recording the turn's `outcome` and failure `reason`, then
+        release the claim (shielded: it must happen even on cancellation)."""
         with anyio.CancelScope(shield=True):
             try:
-                self._writer.outcome = outcome
+                self._writer.outcome, self._writer.reason = outcome, reason
                 if outcome is not None or self._mode == "turn" or self._sets or self._deletes:
                     await self.save(run)
             finally:

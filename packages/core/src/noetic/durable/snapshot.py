@@ -11,7 +11,8 @@ Two records, so that no step ever writes the history again:
   root `state` when it is plain JSON, `complete()`'s signal, the layer states (through the
   layer runtime's `export_state()`), `captured_at`, which `attempt` wrote it (1, then one
   more per resume) and, once that attempt's turn ended, its `outcome` (`completed`, `failed`
-  or `aborted`) and `ended_at` (IN-1). It is rewritten in the same atomic
+  or `aborted`), the error's message as `reason` (at most `MAX_REASON` characters) and
+  `ended_at` (IN-1). It is rewritten in the same atomic
   batch as a completed step's ledger entry, when it changed (the recorder compares).
 
 Both carry a version. Another version raises `NoeticConfigError("CHECKPOINT_SCHEMA_MISMATCH")`;
@@ -27,10 +28,18 @@ import inspect
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt, StrictBool, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    NonNegativeInt,
+    PositiveInt,
+    StrictBool,
+    StringConstraints,
+    ValidationError,
+)
 
 from noetic.durable.items import Declarations, ItemsRecord, items_json, load_items
 from noetic.durable.parts import join_record, split_record
@@ -50,6 +59,7 @@ if TYPE_CHECKING:
     from noetic.runtime import Execution
 
 __all__ = [
+    "MAX_REASON",
     "SNAPSHOT_VERSION",
     "ExecutionSnapshot",
     "Outcome",
@@ -67,6 +77,8 @@ __all__ = [
 SNAPSHOT_VERSION = 2
 #: How an attempt's turn ended, as the snapshot records it.
 Outcome = Literal["completed", "failed", "aborted"]
+#: The longest failure reason a snapshot keeps (characters).
+MAX_REASON = 1000
 
 
 def snapshot_key(execution_id: str) -> str:
@@ -149,6 +161,7 @@ class SnapshotRecord(_Strict):
     layers: SavedLayers | None = None
     attempt: PositiveInt = 1
     outcome: Outcome | None = None
+    reason: Annotated[str, StringConstraints(max_length=MAX_REASON)] | None = None
     ended_at: str | None = None
 
 
@@ -172,6 +185,7 @@ class ExecutionSnapshot:
     started_at: str | None = None
     attempt: int = 1
     outcome: Outcome | None = None
+    reason: str | None = None
     ended_at: str | None = None
 
 
@@ -197,7 +211,7 @@ def start_rows(ctx: Context, *, input: Any, first_item: int) -> dict[str, str]:
 class SnapshotWriter:
     """Captures one execution's snapshot."""
 
-    __slots__ = ("attempt", "execution_id", "key", "outcome")
+    __slots__ = ("attempt", "execution_id", "key", "outcome", "reason")
 
     def __init__(self, execution_id: str, attempt: int = 1):
         self.execution_id = execution_id
@@ -205,6 +219,7 @@ class SnapshotWriter:
         self.attempt = attempt
         #: Set when the attempt's turn has ended (the last capture records it).
         self.outcome: Outcome | None = None
+        self.reason: str | None = None
 
     async def capture(self, run: Execution) -> tuple[str, str]:
         """`(body, document)` of the snapshot of `run` now: `body` is the document without its
@@ -221,6 +236,8 @@ class SnapshotWriter:
         doc["attempt"] = self.attempt
         if self.outcome is not None:
             doc["outcome"], doc["ended_at"] = self.outcome, datetime.now(UTC).isoformat()
+            if self.reason is not None:
+                doc["reason"] = self.reason[:MAX_REASON]
         body = encode_document(doc)
         stamp = encode_document(datetime.now(UTC).isoformat())
         return body, f'{body[:-1]},"captured_at":{stamp}}}'
@@ -301,6 +318,7 @@ async def load_snapshot(
         started_at=start.started_at,
         attempt=snap.attempt,
         outcome=snap.outcome,
+        reason=snap.reason,
         ended_at=snap.ended_at,
     )
 

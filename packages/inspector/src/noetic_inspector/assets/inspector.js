@@ -179,6 +179,7 @@ async function executionPage() {
     "div",
     { class: "facts" },
     el("div", {}, el("span", {}, "status"), badge(s.status)),
+    s.reason ? el("div", { class: "reason" }, el("span", {}, "reason"), s.reason) : null,
     el("div", {}, el("span", {}, "thread"), s.thread_id),
     el("div", {}, el("span", {}, "attempt"), String(s.attempt)),
     el("div", {}, el("span", {}, "cost"), usd(s.totals.cost)),
