@@ -161,6 +161,10 @@ async def test_a_damaged_row_is_a_json_error_not_a_traceback(written: Any) -> No
     async with _client(ReadOnlyStore(copy)) as client:
         response = await client.get(f"/api/executions/{written.ok_id}")
         missing = await client.get("/api/executions/nobody")
+        listed = (await client.get("/api/executions")).json()["executions"]
+    statuses = {row["execution_id"]: (row["status"], row["reason"]) for row in listed}
+    assert statuses[written.failed_id][0] == "failed"  # the others are still listed
+    assert statuses[written.ok_id][0] == "damaged" and trace_key in statuses[written.ok_id][1]
     assert response.status_code == 500
     assert response.json()["error"]["code"] == "CHECKPOINT_CORRUPT"
     assert "Traceback" not in response.text

@@ -6,7 +6,8 @@ The store is opened read-only (`ReadOnlyStore`): every write the inspector could
 
 An execution's **status** (IN-2): `completed` or `failed` when its last attempt's turn ended so;
 `resumable` when it was aborted, or its process died mid-run (no outcome, nobody holds its
-claim); `running` while another process holds its claim.
+claim); `running` while another process holds its claim; `damaged` in the list when its records
+do not read back (the reason says which and why; its page gives the error).
 """
 
 from __future__ import annotations
@@ -205,15 +206,33 @@ async def _summary(store: ReadOnlyStore, snap: ExecutionSnapshot, rows: list[Ste
     )
 
 
+def _damaged(execution_id: str, error: NoeticError) -> ExecutionSummary:
+    zero = Totals(cost="0", billed_cost="0", held_cost="0", input_tokens=0, output_tokens=0)
+    return ExecutionSummary(
+        execution_id=execution_id,
+        thread_id="",
+        status="damaged",
+        reason=f"{error.code}: {error.message}"[:1000],
+        steps=0,
+        attempt=0,
+        totals=zero,
+        started_at=None,
+        ended_at=None,
+    )
+
+
 async def list_executions(store: ReadOnlyStore) -> list[ExecutionSummary]:
     """Every execution the store holds, newest start first."""
     found: list[ExecutionSummary] = []
     for execution_id in await execution_ids(store):
-        snap = await load_snapshot(store, execution_id, {})
-        if snap is None:
-            continue
-        rows = _latest_per_path(await load_trace(store, execution_id))
-        found.append(await _summary(store, snap, rows))
+        try:
+            snap = await load_snapshot(store, execution_id, {})
+            if snap is None:
+                continue
+            rows = _latest_per_path(await load_trace(store, execution_id))
+            found.append(await _summary(store, snap, rows))
+        except NoeticError as exc:  # one damaged execution must not hide the others
+            found.append(_damaged(execution_id, exc))
     found.sort(key=lambda s: s.started_at or "", reverse=True)
     return found
 

@@ -76,7 +76,7 @@ async function listPage() {
   const rows = data.executions.map((x) => [
     el("a", { href: "/executions/" + encodeURIComponent(x.execution_id), class: "execution-link" }, x.execution_id),
     x.thread_id,
-    badge(x.status),
+    x.status === "damaged" ? el("span", {}, badge(x.status), " ", el("span", { class: "muted" }, x.reason)) : badge(x.status),
     String(x.steps),
     String(x.totals.input_tokens + x.totals.output_tokens),
     usd(x.totals.cost),
