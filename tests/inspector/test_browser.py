@@ -119,3 +119,34 @@ def test_a_live_run_streams_its_events_to_the_page(browser: Any, server: Any, tm
     assert "live:step_started" in text and "<b>HEY</b>" in text.replace('\\"', '"')
     assert "live answer" in text
     _shot(browser, "live", tmp_path)
+
+
+def test_an_execution_that_ran_a_workflow_draws_it_on_its_page(
+    browser: Any, server_type: Any, tmp_path: Path
+) -> None:
+    document = {
+        "version": 1,
+        "root": {
+            "kind": "sequence",
+            "id": "flow",
+            "steps": [
+                {"kind": "compute", "id": "double", "expr": "$ * 2"},
+                {"kind": "compute", "id": "half", "expr": "$ / 2"},
+            ],
+        },
+    }
+    url = f"sqlite:///{tmp_path / 'flow.db'}"
+
+    async def run() -> None:
+        async with nt.AgentHarness("flows", agent_graph=nt.workflow("flow", document), storage=url) as h:
+            await h.run(21, execution_id="flowed")
+
+    anyio.run(run)
+    served = server_type([url])
+    try:
+        _open(browser, f"{served.url}/executions/flowed")
+        graph = browser.find_element(By.CSS_SELECTOR, "svg.workflow-graph")
+        labels = [t.text for t in graph.find_elements(By.CSS_SELECTOR, "text") if "·" in t.text]
+    finally:
+        served.stop()
+    assert labels == ["sequence · flow", "compute · double", "compute · half"]

@@ -244,3 +244,50 @@ def test_the_example_run_shows_up_in_noetic_inspect(tmp_path: Path, server_type:
     assert row["status"] == "completed" and Decimal(row["totals"]["cost"]) == Decimal("0.00100")
     assert [s["step_id"] for s in detail["steps"]] == ["agent", "research", "answer"]
     assert detail["steps"][1]["layer_usage"]["layers"][0]["layer_id"] == "glossary"
+
+
+DOCUMENT = {
+    "version": 1,
+    "root": {
+        "kind": "sequence",
+        "id": "flow",
+        "steps": [
+            {"kind": "compute", "id": "double", "expr": "$ * 2"},
+            {"kind": "compute", "id": "label", "expr": "'<b>' & $string($) & '</b>'"},
+        ],
+    },
+}
+
+
+@pytest.mark.anyio
+async def test_an_execution_that_ran_a_workflow_document_is_drawn_with_it(tmp_path: Path) -> None:
+    import noetic as nt
+
+    url = f"sqlite:///{tmp_path / 'flow.db'}"
+    async with nt.AgentHarness("flows", agent_graph=nt.workflow("flow", DOCUMENT), storage=url) as h:
+        response = await h.run(21, execution_id="flowed")
+    assert response.output == "<b>42</b>"
+    async with _client(open_store(url)) as client:
+        data = (await client.get("/api/executions/flowed")).json()
+    nodes = {(node["kind"], node["id"]) for node in data["workflow"]["nodes"]}
+    assert nodes == {("sequence", "flow"), ("compute", "double"), ("compute", "label")}
+    assert {"kind": "next", "from": "$.root.steps[0]", "to": "$.root.steps[1]"} in data["workflow"]["edges"]
+    assert data["workflow_error"] is None
+
+
+@pytest.mark.anyio
+async def test_a_forged_recorded_workflow_is_reported_not_drawn(tmp_path: Path) -> None:
+    import noetic as nt
+
+    url = f"sqlite:///{tmp_path / 'flow.db'}"
+    async with nt.AgentHarness("flows", agent_graph=nt.workflow("flow", DOCUMENT), storage=url) as h:
+        await h.run(1, execution_id="flowed")
+    rows = await _rows(url)
+    copy = MemoryCheckpointStore()
+    await copy.write(rows)
+    start = "execution:flowed:start"
+    await copy.set(start, rows[start].replace('"kind":"compute"', '"kind":"<script>"', 1))
+    async with _client(ReadOnlyStore(copy)) as client:
+        data = (await client.get("/api/executions/flowed")).json()
+    assert data["workflow"] is None
+    assert data["workflow_error"].startswith("UNKNOWN_NODE_KIND")

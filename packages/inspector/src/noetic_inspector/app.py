@@ -122,7 +122,7 @@ def create_app(store: ReadOnlyStore | None, *, workflow: dict[str, Any] | None =
             return _error(404, "UNKNOWN_EXECUTION", "the store holds no such execution")
         return JSONResponse({**asdict(detail), "has_workflow": workflow is not None})
 
-    async def workflow_graph(request: Request) -> Response:
+    async def workflow_api(request: Request) -> Response:
         if workflow is None:
             return _error(404, "NO_WORKFLOW", "start the inspector with --workflow DOC to draw one")
         return JSONResponse(workflow)
@@ -155,7 +155,7 @@ def create_app(store: ReadOnlyStore | None, *, workflow: dict[str, Any] | None =
         Route("/assets/{name}", asset),
         Route("/api/executions", executions),
         Route("/api/executions/{execution_id:path}", execution),
-        Route("/api/workflow", workflow_graph),
+        Route("/api/workflow", workflow_api),
         Route("/api/live", push, methods=["POST"]),
         Route("/api/live/events", live_events),
     ]

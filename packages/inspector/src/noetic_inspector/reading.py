@@ -27,6 +27,8 @@ from noetic.durable.trace import StepTrace, load_trace
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import dump_item
 
+from noetic_inspector.workflow_graph import workflow_graph
+
 __all__ = [
     "ExecutionDetail",
     "ExecutionSummary",
@@ -131,12 +133,15 @@ class ExecutionSummary:
 @dataclass(frozen=True, slots=True)
 class ExecutionDetail:
     """One execution: its summary, its step trace (latest row per path, with `replayed`), the
-    item log as JSON and the workflow document it ran, when one is recorded."""
+    item log as JSON, and the graph of the workflow document it ran (`workflow_graph`) when one
+    is recorded — or why it cannot be drawn (`workflow_error`)."""
 
     summary: ExecutionSummary
     steps: list[dict[str, Any]]
     items: list[dict[str, Any]]
     input: Any
+    workflow: dict[str, Any] | None = None
+    workflow_error: str | None = None
 
 
 async def is_running(store: ReadOnlyStore, execution_id: str) -> bool:
@@ -252,4 +257,10 @@ async def load_execution(store: ReadOnlyStore, execution_id: str) -> ExecutionDe
         {**row.model_dump(mode="json"), "replayed": row.attempt < snap.attempt, "depth": row.path.count("/")}
         for row in sorted(rows, key=_start_order)
     ]
-    return ExecutionDetail(await _summary(store, snap, rows), steps, items, snap.input)
+    graph, problem = None, None
+    if snap.workflow is not None:
+        try:
+            graph = workflow_graph(snap.workflow)  # validated again, within the loader's limits
+        except NoeticError as exc:
+            problem = f"{exc.code}: {exc.message}"[:1000]
+    return ExecutionDetail(await _summary(store, snap, rows), steps, items, snap.input, graph, problem)

@@ -38,6 +38,7 @@ from noetic.durable.snapshot import (
     load_snapshot,
     snapshot_key,
     start_rows,
+    workflow_document,
 )
 from noetic.durable.store import CheckpointStore, Claim, corrupt, describe_error, execution_prefix
 from noetic.errors import NoeticConfigError, NoeticError
@@ -226,7 +227,8 @@ async def begin(
             execution_id=ctx.id,
         )
     try:
-        start = start_rows(ctx, input=input, first_item=first_item)
+        workflow = workflow_document(run.harness.agent_graph)
+        start = start_rows(ctx, input=input, first_item=first_item, workflow=workflow)
     except (TypeError, ValueError) as exc:
         await claim.release()
         log.warning("execution %s is not checkpointed: its history is not plain JSON (%s)", ctx.id, exc)

@@ -4,7 +4,8 @@ Two records, so that no step ever writes the history again:
 
 - the **start record** at `execution:{id}:start`, written once when the execution begins:
   its identity (`execution_id`, `thread_id`, `resource_id`), the graph input, `first_item`,
-  `started_at` and the item log as it stood at the start (history and turn input). Everything the steps
+  `started_at`, the JSON workflow document when the agent graph is one (`workflow`, for the
+  inspector, IN-1) and the item log as it stood at the start (history and turn input). Everything the steps
   append comes back from their ledger entries, in order, or from running them again. A large
   history is split into parts (`noetic.durable.parts`).
 - the **snapshot** at `execution:{id}:snapshot`: what changes as the execution runs — the
@@ -71,6 +72,7 @@ __all__ = [
     "snapshot_key",
     "start_key",
     "start_rows",
+    "workflow_document",
 ]
 
 #: The layout of the start record and the snapshot this code writes and reads.
@@ -128,6 +130,7 @@ class StartRecord(_Strict):
     input: Any = None
     first_item: NonNegativeInt
     started_at: str | None = None
+    workflow: dict[str, Any] | None = None
     items: ItemsRecord
 
 
@@ -183,6 +186,7 @@ class ExecutionSnapshot:
     layers: Any
     captured_at: str
     started_at: str | None = None
+    workflow: dict[str, Any] | None = None
     attempt: int = 1
     outcome: Outcome | None = None
     reason: str | None = None
@@ -192,9 +196,22 @@ class ExecutionSnapshot:
 # --- writing ----------------------------------------------------------------------------------
 
 
-def start_rows(ctx: Context, *, input: Any, first_item: int) -> dict[str, str]:
+def workflow_document(graph: Any) -> dict[str, Any] | None:
+    """The JSON workflow document an agent graph was hydrated from (`nt.workflow`), or None."""
+    if getattr(graph, "kind", None) != "workflow":
+        return None
+    document = getattr(graph, "document", None)
+    dump = getattr(document, "model_dump", None)
+    if dump is None:
+        return None
+    data: dict[str, Any] = dump(mode="json", by_alias=True, exclude_none=True)
+    return data
+
+
+def start_rows(ctx: Context, *, input: Any, first_item: int, workflow: Any = None) -> dict[str, str]:
     """The rows of the start record of the execution of root context `ctx`, before its first
-    step ran (its log is the base log); raises `TypeError`/`ValueError` if it is not JSON."""
+    step ran (its log is the base log; `workflow` is its `workflow_document`); raises
+    `TypeError`/`ValueError` if it is not JSON."""
     record = {
         "v": SNAPSHOT_VERSION,
         "execution_id": ctx.id,
@@ -204,6 +221,8 @@ def start_rows(ctx: Context, *, input: Any, first_item: int) -> dict[str, str]:
         "first_item": first_item,
         "started_at": datetime.now(UTC).isoformat(),
     }
+    if workflow is not None:
+        record["workflow"] = workflow
     text = f'{encode_document(record)[:-1]},"items":{items_json(ctx.item_log.items)}}}'
     return split_record(start_key(ctx.id), text)
 
@@ -316,6 +335,7 @@ async def load_snapshot(
         layers=raw["layers"] if snap.layers is not None else None,
         captured_at=snap.captured_at,
         started_at=start.started_at,
+        workflow=start.workflow,
         attempt=snap.attempt,
         outcome=snap.outcome,
         reason=snap.reason,

@@ -200,6 +200,9 @@ async function executionPage() {
     rounds.length ? layerChart(rounds) : el("p", { class: "muted" }, "No model round recorded."),
     el("h2", {}, "Items"),
     el("div", { class: "items" }, ...data.items.map(itemView)),
+    data.workflow ? el("h2", {}, "Workflow it ran") : null,
+    data.workflow ? workflowGraph(data.workflow) : null,
+    data.workflow_error ? el("p", { class: "error" }, "The recorded workflow cannot be drawn: " + data.workflow_error) : null,
   );
 }
 
