@@ -1,18 +1,24 @@
 """The offline demo: an agent calls a tool, then answers, with its items streaming live.
 
 Runs on the embedded defaults — the scripted model from `noetic.testing` and the in-memory
-filesystem — so it needs no network and no API key: `make demo`.
+filesystem — so it needs no network and no API key: `make demo`. On a terminal the typing line
+is a rich `Live` display, redrawn in place at any width; in a pipe each snapshot is one line.
 """
 
 from __future__ import annotations
 
-import sys
-
 import anyio
 import noetic as nt
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem
+from noetic.terminal_safe import terminal_safe
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 from pydantic import BaseModel
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+#: The terminal (rich measures it, so the typing line never wraps into a stack of copies).
+console = Console(highlight=False, markup=False)
 
 
 class Note(BaseModel):
@@ -49,34 +55,43 @@ model = ScriptedModel(
 agent = nt.call_model("assistant", instructions="Save what the user asks you to remember.", tools=[save])
 
 
-def show(item: object) -> None:
-    """Print one streamed item snapshot."""
+def show(item: object, live: Live | None) -> None:
+    """Print one streamed item snapshot; on a terminal the typing line is redrawn in place."""
     if isinstance(item, MessageItem) and not item.is_complete:
-        sys.stdout.write(f"\r  {item.role} is typing: {item.text}")
-        sys.stdout.flush()
-    elif isinstance(item, MessageItem):
-        print(f"\r  {item.role}: {item.text}" + " " * 20)
+        typing = Text(f"  {item.role} is typing: {terminal_safe(item.text)}")
+        if live is not None:
+            live.update(typing, refresh=True)
+        else:
+            console.print(typing)
+        return
+    if isinstance(item, MessageItem):
+        line = f"  {item.role}: {item.text}"
     elif isinstance(item, FunctionCallItem):
-        print(f"  tool call: {item.name}({item.arguments})")
+        line = f"  tool call: {item.name}({item.arguments})"
     elif isinstance(item, FunctionCallOutputItem):
-        print(f"  tool result: {item.output}")
+        line = f"  tool result: {item.output}"
+    else:
+        return
+    if live is not None:
+        live.update(Text(""), refresh=True)
+    console.print(Text(terminal_safe(line)))
 
 
 async def main() -> None:
     """Run one turn while printing the item stream."""
     async with nt.AgentHarness("demo", agent_graph=agent, model=model) as harness:
         print("streaming items:")
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                async for item in harness.get_item_stream():
-                    show(item)
-
-            tg.start_soon(watch)
-            await anyio.wait_all_tasks_blocked()
-            response = await harness.run("Remember: ship noetic.")
+        async with harness.stream("Remember: ship noetic.") as turn:
+            if console.is_terminal:
+                with Live(console=console, auto_refresh=False, transient=True) as live:
+                    async for item in turn.items():
+                        show(item, live)
+            else:
+                async for item in turn.items():
+                    show(item, None)
+        response = turn.response
         saved = await harness.fs.read_text("notes/todo.md")
-    print(f"\nanswer: {response.text}")
+    print(f"answer: {response.text}")
     print(f"file notes/todo.md: {saved!r}")
     print(
         f"tokens in/out: {response.usage.input_tokens}/{response.usage.output_tokens}, "

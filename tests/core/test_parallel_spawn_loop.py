@@ -270,13 +270,36 @@ async def test_lp_4_predicates_and_combinators() -> None:
 
 
 async def test_lp_4_no_tool_calls_stops_a_react_loop() -> None:
+    """Issue 13, point 1: the loop stops once the last model response asked for no tools, so a
+    tool call and an answer cost exactly two model calls (no third call on the answer)."""
     lookup = nt.tool("lookup", description="Look up", input={"type": "object"}, execute=lambda a: "data")
     from noetic.testing import tool_call_reply
 
-    model = ScriptedModel([tool_call_reply("lookup", {}), text_reply("thinking"), text_reply("final")])
+    model = ScriptedModel([tool_call_reply("lookup", {}), text_reply("final")])
     graph = nt.loop("react", nt.call_model("m", tools=[lookup]), until=nt.until.no_tool_calls())
     resp = await run_graph(graph, "go", model=model)
-    assert resp.output == "final" and model.remaining == 0
+    assert resp.output == "final" and len(model.calls) == 2 and model.remaining == 0
+    roles = [getattr(i, "role", None) for i in resp.items if getattr(i, "type", None) == "message"]
+    assert roles == ["user", "assistant"]  # the answer was never sent back as a user message
+
+
+async def test_lp_4_no_tool_calls_judges_the_last_response_not_the_whole_step() -> None:
+    """Issue 13, point 1: a step whose earlier rounds called tools but whose last response did
+    not is a stop; a step that records tool calls of its last response is not."""
+    from noetic.items import FunctionCallItem
+    from noetic.predicates import evaluate
+    from noetic.usage import StepMeta
+
+    call = FunctionCallItem(call_id="c1", name="lookup", arguments="{}")
+
+    def snap(meta: StepMeta) -> nt.LoopSnapshot:
+        return nt.LoopSnapshot(1, None, 0.0, 0.0, "x", "x", last_step_meta=meta)  # type: ignore[arg-type]
+
+    answered = StepMeta(tool_calls=(call,), last_response_tool_calls=())
+    asking = StepMeta(tool_calls=(call,), last_response_tool_calls=(call,))
+    assert (await evaluate(nt.until.no_tool_calls(), snap(answered))).stop
+    assert not (await evaluate(nt.until.no_tool_calls(), snap(asking))).stop
+    assert not (await evaluate(nt.until.no_tool_calls(), snap(StepMeta(tool_calls=(call,))))).stop
 
 
 async def test_loop_accepts_infinite_max_iterations_and_rejects_bad_ones() -> None:

@@ -10,6 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_demo_streams_a_tool_call_and_an_answer() -> None:
+    """Issue 13, point 2: the demo streams through `harness.stream`, not a test helper."""
+    assert "wait_all_tasks_blocked" not in (ROOT / "examples" / "demo.py").read_text()
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo.py")], capture_output=True, text=True, timeout=120
     )

@@ -86,7 +86,8 @@ def test_a_broken_plugin_is_skipped_with_a_warning_naming_it_and_its_version(tmp
         env={**os.environ, "PYTHONPATH": str(path)},
         timeout=120,
     )
-    assert cli.returncode == 0 and "error: RuntimeError: cannot start" in cli.stdout
+    # the listing shows the error; the status says something is wrong (issue 13, point 5)
+    assert cli.returncode == 1 and "error: RuntimeError: cannot start" in cli.stdout
 
 
 def test_strict_mode_raises_for_a_broken_plugin(tmp_path: Path) -> None:

@@ -155,6 +155,6 @@ def test_noetic_context_runs_a_workflow_document(tmp_path: Path, capsys: pytest.
     assert main(["context", str(document), "--input", "hello"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].endswith("(model scripted:echo)")
-    assert [line.split()[:2] for line in lines if line.startswith("system")] == [
+    assert [line.split()[:2] for line in lines if line.strip().startswith("system")] == [
         ["system", str(estimate_text("Be brief."))]
     ]

@@ -177,7 +177,7 @@ def test_on_a_terminal_bars_redraw_in_place() -> None:
         )
     renderer.close()
     text = out.getvalue()
-    assert "\x1b[1F\x1b[J" in text  # cursor up one line and clear: the bar is redrawn in place
+    assert "\x1b[2K" in text  # the live area is erased and redrawn in place
     assert text.rstrip().endswith("2/4")
 
 

@@ -12,9 +12,11 @@ output bound from `max_output_tokens`, else the model's own completion limit, el
 context length. Then a background job polls `GET /generation?id=…` — which answers 404 until
 the record exists — with capped exponential backoff; once it answers, `total_cost` becomes
 the call's `cost` and `billed_cost` and the hold is released. The job runs through
-`billing.run_in_background`, so the caller's cancellation cannot stop it and the harness
-waits for it on exit. If the generation never appears (or the key may not read it), the hold
-stays: `held_cost` then is an honest upper bound of unsettled spend. Free models hold nothing.
+`billing.run_in_background`, so the caller's cancellation cannot stop it; leaving the
+harness waits for it (at most the harness's `background_grace`) before closing the adapters
+and their HTTP client. If the generation never appears in time (or the key may not read it),
+the hold stays: `held_cost` then is an honest upper bound of unsettled spend. Free models hold
+nothing.
 """
 
 from __future__ import annotations

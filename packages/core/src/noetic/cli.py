@@ -18,26 +18,33 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from noetic.plugins import NoeticPluginManager
 
-__all__ = ["main"]
+__all__ = ["EXIT_INTERRUPTED", "main"]
+
+#: The exit status after Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    """List every plugin: name, version, hooks, what it registered, load errors."""
-    from noetic.plugins import make_plugin_manager, plugin_report
+    """List every plugin: name, version, hooks, what it registered, load errors.
 
-    report = plugin_report(make_plugin_manager())
+    Exits with 1 when a plugin failed to load (its error is listed), else 0.
+    """
+    import warnings
+
+    from noetic.plugins import NoeticPluginWarning, make_plugin_manager, plugin_report
+
+    with warnings.catch_warnings():  # the report lists each load error itself
+        warnings.simplefilter("ignore", NoeticPluginWarning)
+        report = plugin_report(make_plugin_manager())
+    status = 1 if any(info.error for info in report) else 0
     if args.json:
         print(json.dumps([info.__dict__ for info in report], indent=2))
-        return 0
-    for info in report:
-        version = f" {info.distribution} {info.version}" if info.distribution else ""
-        print(f"{info.name}{version}")
-        if info.error:
-            print(f"  error: {info.error}")
-            continue
-        print(f"  hooks: {', '.join(info.hooks) or '-'}")
-        print(f"  registered: {', '.join(info.registered) or '-'}")
-    return 0
+        return status
+    from noetic.console import console_for, plugins_view
+
+    console = console_for(sys.stdout)
+    console.print(plugins_view(report, console.width))
+    return status
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -172,6 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return handler(args)
+    except KeyboardInterrupt:
+        # Ctrl-C: the running turn was cancelled at its next step boundary and cleaned up.
+        sys.stderr.write("\nnoetic: interrupted\n")
+        return EXIT_INTERRUPTED
     except Exception as exc:
         if os.environ.get("NOETIC_DEBUG"):
             raise

@@ -115,6 +115,7 @@ CONFIG_CODES = frozenset(
         "UNKNOWN_CONTEXT_LAYER",
         "UNKNOWN_CHECKPOINT_STORE",
         "INVALID_FS_ROOT",
+        "TURN_NOT_FINISHED",
         "INVALID_INPUT",
         # noetic-durable-dbos: the throwaway PostgreSQL server of tests and benchmarks
         "POSTGRES_NOT_INSTALLED",

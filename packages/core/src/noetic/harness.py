@@ -6,8 +6,11 @@ turn (HA-3), creates the root `Context` on the thread's item log (history carrie
 and runs the graph. `run(input)` is `execute` plus waiting for that turn. Results come back
 through `get_item_stream()` (item snapshots), `get_full_stream()` (every `StreamEvent`) and
 `get_agent_response()` (the last turn's `HarnessResponse`; a failed turn raises its error and
-the thread stays usable). Leaving the `async with` block waits for queued turns and for
-background jobs such as cost reconciliation, then closes the model adapters it created.
+the thread stays usable). `stream(input)` runs one turn while its caller reads the events.
+Leaving the `async with` block waits for queued turns (or aborts them when the block raised)
+and, for at most `background_grace` seconds, for background jobs such as cost
+reconciliation, then closes the model adapters it created. The harness never cancels the task
+that entered it: the block's own exception is what the caller sees.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from noetic.channels import Channel, ChannelHandle, ChannelHub
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
@@ -36,8 +41,9 @@ from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.model import ModelAdapter
 from noetic.runtime import Execution
-from noetic.steps.base import Step, execute, reset_frame, restore_frame
+from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
+from noetic.streamed_turn import StreamedTurn
 from noetic.streams import StreamEvent, TurnStream, items_from_events
 from noetic.tools import Tool
 from noetic.usage import LastLayerUsage, RoundUsage
@@ -59,6 +65,8 @@ DEFAULT_THREAD = "default"
 T = TypeVar("T")
 #: Seconds a background job (cost reconciliation) may run after its caller is gone.
 BACKGROUND_TIMEOUT = 120.0
+#: Seconds leaving the harness waits for background jobs before cancelling them.
+DEFAULT_BACKGROUND_GRACE = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +78,10 @@ class HarnessConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class HarnessResponse:
-    """The outcome of one turn (HA-4)."""
+class HarnessResponse(Generic[OutT]):
+    """The outcome of one turn (HA-4); `output` has the type of the graph's output."""
 
-    output: Any
+    output: OutT
     text: str
     items: tuple[Item, ...]
     usage: RoundUsage
@@ -107,6 +115,7 @@ class _Ticket:
         "response",
         "restored",
         "state",
+        "turn_id",
     )
 
     def __init__(
@@ -123,11 +132,12 @@ class _Ticket:
         self.state = state
         self.restored = restored
         self.finished = False
+        self.turn_id: str | None = None
         self._waiter: anyio.Event | None = None
         self.response: HarnessResponse | None = None
         self.error: NoeticError | None = None
 
-    def finish(self, response: HarnessResponse, error: NoeticError | None) -> None:
+    def finish(self, response: HarnessResponse | None, error: NoeticError | None) -> None:
         """Record the turn's outcome and wake whoever waits for it."""
         self.response, self.error, self.finished = response, error, True
         if self._waiter is not None:
@@ -168,8 +178,11 @@ class _Session:
         self.last_error: NoeticError | None = None
 
 
-class AgentHarness:
+class AgentHarness(Generic[OutT]):
     """Runs `agent_graph` for each turn; see the module docstring.
+
+    `AgentHarness[T]` runs a graph whose output is a `T` (inferred from `agent_graph`), so
+    `run()` returns a `HarnessResponse[T]`.
 
     `model`, `fs`, `storage` and `layers` take instances or names/URLs resolved through the
     plugin registry (`plugins`: a plugin manager, or plugin objects to add to a default one).
@@ -180,13 +193,17 @@ class AgentHarness:
     `{"enabled": False}`); `projection` is the token budget of model steps that set none.
     `inspect` (default: the `NOETIC_INSPECT` environment variable) is the URL of a running
     `noetic inspect` page that receives every stream event live (`noetic.inspect_sink`).
+    `background_grace` bounds how long leaving the block waits for background jobs such as
+    cost reconciliation (seconds, default 10); jobs still running then are cancelled and the
+    costs they would have settled stay held (`held_cost`), counted in
+    `unfinished_background_jobs` and logged as a warning.
     """
 
     def __init__(
         self,
         name: str,
         *,
-        agent_graph: Step | None = None,
+        agent_graph: Step[OutT] | None = None,
         params: Mapping[str, Any] | None = None,
         model: str | ModelAdapter | None = None,
         layers: Sequence[Any] = (),
@@ -201,6 +218,7 @@ class AgentHarness:
         plugins: NoeticPluginManager | Iterable[object] | None = None,
         channel_timeout: float = 30.0,
         inspect: str | None = None,
+        background_grace: float = DEFAULT_BACKGROUND_GRACE,
     ):
         if not isinstance(name, str) or not name.strip():
             raise NoeticConfigError(
@@ -243,11 +261,19 @@ class AgentHarness:
         self._adapters: dict[str, ModelAdapter] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope_type: type[anyio.CancelScope] | None = None
+        self._yields_to_subscribe = 2
         self._background = 0
         self._background_idle: anyio.Event | None = None
         url = inspect_url(inspect if inspect is not None else os.environ.get("NOETIC_INSPECT"))
         #: Where stream events go live (`inspect=`), or None.
         self.inspect_sink = EventSink(url) if url is not None else None
+        self._background_scopes: set[anyio.CancelScope] = set()
+        self._worker_scopes: set[anyio.CancelScope] = set()
+        #: Seconds leaving the `async with` block waits for background jobs (cost
+        #: reconciliation) before cancelling them; a cancelled job's hold stays on `held_cost`.
+        self.background_grace = background_grace
+        #: Background jobs cancelled at exit because they outlived `background_grace`.
+        self.unfinished_background_jobs = 0
 
     # --- configuration ----------------------------------------------------------------------
 
@@ -311,22 +337,9 @@ class AgentHarness:
         return adapter
 
     def _adapter_for(self, model: str) -> ModelAdapter:
-        registry = self.plugin_manager.registries.model_adapters
-        prefix, colon, rest = model.partition(":")
-        if colon and prefix in registry:
-            adapter: ModelAdapter = registry.resolve(prefix)(rest)
-            return adapter
-        installed = [r for r in registry if not r.builtin]
-        if len(installed) > 1:
-            names = ", ".join(sorted(r.name for r in installed))
-            raise NoeticConfigError(
-                "MISSING_MODEL",
-                f"model {model!r} has no provider prefix and several adapters are installed ({names})",
-                hint=f"Prefix the model id with its adapter, e.g. '{installed[0].name}:{model}'.",
-            )
-        default = installed[0].name if installed else "scripted"
-        adapter = registry.resolve(default)(model)
-        return adapter
+        from noetic.model_routing import adapter_for
+
+        return adapter_for(self.plugin_manager, model)
 
     def _registered_custom_items(self) -> Registry[Any] | None:
         return self.plugin_manager.registries.custom_items
@@ -359,41 +372,52 @@ class AgentHarness:
 
     # --- lifecycle --------------------------------------------------------------------------
 
-    async def __aenter__(self) -> AgentHarness:
+    async def __aenter__(self) -> AgentHarness[OutT]:
         if self._tg is not None:
             raise NoeticConfigError(
                 "HARNESS_NOT_STARTED",
                 f"harness {self.name!r} is already running",
                 hint="Enter each AgentHarness once with `async with`.",
             )
+        for session in self._sessions.values():  # entered again after an exit
+            session.stream.closed = False
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._scope_type = type(anyio.CancelScope())  # this event loop's scope class (see Abortable)
+        # asyncio runs ready tasks first in, first out: one yield lets a just-started task run
+        self._yields_to_subscribe = 1 if self._scope_type.__module__.endswith("_asyncio") else 2
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """Leave the harness: wait for queued turns (or, when the block raised, abort them),
+        give background jobs up to `background_grace` seconds, then close what it opened.
+
+        The harness never cancels the task it was entered in, so the block's own exception —
+        a turn's `NoeticError` included — is the one that propagates, and no cancellation made
+        here escapes the block.
+        """
         tg = self._tg
         assert tg is not None
         try:
             if exc_type is None:
                 await self._wait_sessions_idle()
-            else:
-                for session in self._sessions.values():
-                    if session.current is not None:
-                        session.current.abort("the harness is shutting down")
-                tg.cancel_scope.cancel()
-            await self.wait_background()
         finally:
             with anyio.CancelScope(shield=True):
+                self._stop_workers("the harness is shutting down")
+                await self._settle_background()
+                # Background jobs have ended (finished or cancelled): their HTTP clients can go.
                 await self._close_adapters()
                 if self._owns_store and self._store is not None:
                     await self._store.aclose()
                     self._store = None
             self._tg = None
             self._channels.close_all()
-            # The body's own exception propagates unwrapped; only worker failures surface here.
+            for session in self._sessions.values():
+                session.stream.close()  # a watcher waiting for a next turn ends instead of hanging
+            # Every child runs in its own cancel scope (see `_spawn`), so waiting for the task
+            # group cannot raise a cancellation into the caller; only worker bugs surface here.
             await tg.__aexit__(None, None, None)
 
     async def _wait_sessions_idle(self) -> None:
@@ -402,6 +426,38 @@ class AgentHarness:
                 if session.idle is None:
                     session.idle = anyio.Event()
                 await session.idle.wait()
+
+    def _stop_workers(self, reason: str) -> None:
+        """Abort running turns and cancel the worker tasks (a no-op once they are idle)."""
+        for session in self._sessions.values():
+            queued, session.queue = session.queue, []
+            for ticket in queued:
+                ticket.finish(None, cancelled(reason))
+            if session.current is not None:
+                session.current.abort(reason)
+        for scope in self._worker_scopes:
+            scope.cancel()
+
+    async def _settle_background(self) -> None:
+        """Wait up to `background_grace` for background jobs, then cancel the rest.
+
+        A cancelled cost reconciliation leaves its hold on the root context's `held_cost`
+        (an upper bound of unsettled spend); the count is in `unfinished_background_jobs`.
+        """
+        with anyio.move_on_after(self.background_grace):
+            await self.wait_background()
+        if self._background:
+            self.unfinished_background_jobs += self._background
+            log.warning(
+                "harness %r: %d background job(s) (cost reconciliation) still running after %.1f s; "
+                "cancelled, their held costs stay recorded in held_cost",
+                self.name,
+                self._background,
+                self.background_grace,
+            )
+            for scope in self._background_scopes:
+                scope.cancel()
+            await self.wait_background()
 
     async def _close_adapters(self) -> None:
         for adapter in self._adapters.values():
@@ -422,6 +478,21 @@ class AgentHarness:
             )
         return self._tg
 
+    def _spawn(self, work: Callable[[], Awaitable[None]], scopes: set[anyio.CancelScope]) -> None:
+        """Start `work` in the harness task group inside its own cancel scope, kept in `scopes`
+        while it runs, so the harness can stop it without cancelling its host task."""
+        tg = self._require_started()
+
+        async def scoped() -> None:
+            with anyio.CancelScope() as scope:
+                scopes.add(scope)
+                try:
+                    await work()
+                finally:
+                    scopes.discard(scope)
+
+        tg.start_soon(scoped)
+
     def _start_background(self, job: Callable[[], Awaitable[None]]) -> None:
         """Run `job` shielded from callers' cancellation; `wait_background` awaits it."""
         tg = self._require_started()
@@ -429,8 +500,16 @@ class AgentHarness:
 
         async def shielded() -> None:
             try:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(BACKGROUND_TIMEOUT):
-                    await job()
+                # The shield keeps a caller's timeout from cutting the job; the inner scope
+                # is the harness's own way to stop it on exit (`_settle_background`).
+                with anyio.CancelScope(shield=True):
+                    with anyio.CancelScope() as scope:
+                        self._background_scopes.add(scope)
+                        try:
+                            with anyio.move_on_after(BACKGROUND_TIMEOUT):
+                                await job()
+                        finally:
+                            self._background_scopes.discard(scope)
             except Exception:
                 log.exception("background job failed")
             finally:
@@ -469,7 +548,7 @@ class AgentHarness:
         *,
         start_worker: bool = True,
     ) -> _Ticket:
-        tg = self._require_started()
+        self._require_started()
         if self.agent_graph is None:
             raise NoeticConfigError(
                 "NO_STEP_CONFIGURED",
@@ -481,7 +560,7 @@ class AgentHarness:
         session.queue.append(ticket)
         if start_worker and not session.running:
             session.running = True
-            tg.start_soon(self._drain, session)
+            self._spawn(partial(self._drain, session), self._worker_scopes)
         return ticket
 
     async def execute(
@@ -493,7 +572,11 @@ class AgentHarness:
         resource_id: str | None = None,
         state: Any = None,
     ) -> None:
-        """Enqueue `input` for a turn on `thread_id` and return once it is accepted (HA-2)."""
+        """Enqueue `input` for a turn on `thread_id` and return once it is accepted (HA-2).
+
+        Tasks started just before (a watcher of `get_item_stream()`) get to subscribe first.
+        """
+        await _let_started_tasks_subscribe(self._yields_to_subscribe)
         self._enqueue(input, thread_id, execution_id, resource_id, state)
 
     async def run(
@@ -504,12 +587,15 @@ class AgentHarness:
         execution_id: str | None = None,
         resource_id: str | None = None,
         state: Any = None,
-    ) -> HarnessResponse:
+    ) -> HarnessResponse[OutT]:
         """Run one turn and return its response (its error is raised).
 
         With `storage=`, the execution is checkpointed as it goes, under `execution_id` when
-        given (an id that already has a checkpoint raises `EXECUTION_EXISTS`).
+        given (an id that already has a checkpoint raises `EXECUTION_EXISTS`). Tasks started
+        just before (a watcher of `get_item_stream()`) get to subscribe before the turn starts;
+        `stream(input)` is the call that needs no second task.
         """
+        await _let_started_tasks_subscribe(self._yields_to_subscribe)
         ticket = self._enqueue(input, thread_id, execution_id, resource_id, state, start_worker=False)
         session = self._session(thread_id)
         if not session.running:  # an idle thread: run the turn in the caller's task, no worker
@@ -517,7 +603,37 @@ class AgentHarness:
             await self._drain(session)
         return await self._outcome(ticket)
 
-    async def _outcome(self, ticket: _Ticket) -> HarnessResponse:
+    def stream(
+        self,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        execution_id: str | None = None,
+        resource_id: str | None = None,
+        state: Any = None,
+    ) -> StreamedTurn[OutT]:
+        """Run one turn in the background and read its events as they happen.
+
+        `async with h.stream(input) as turn: async for event in turn: ...` then
+        `turn.response` (`turn.items()` gives item snapshots instead of events). The
+        subscription is made before the input is queued, so nothing is missed and the loop
+        ends with the turn; see `noetic.streamed_turn`.
+        """
+        self._require_started()
+        session = self._session(thread_id)
+
+        def queue() -> _Ticket:
+            return self._enqueue(input, thread_id, execution_id, resource_id, state)
+
+        return StreamedTurn(self, session, queue)
+
+    def _withdraw(self, session: _Session, ticket: _Ticket) -> None:
+        """Take a still-queued input back: its turn is answered with `cancelled`."""
+        if ticket in session.queue:
+            session.queue.remove(ticket)
+            ticket.finish(None, cancelled("the input was withdrawn before its turn started"))
+
+    async def _outcome(self, ticket: _Ticket) -> HarnessResponse[OutT]:
         await ticket.wait()
         if ticket.error is not None:
             raise ticket.error
@@ -534,7 +650,7 @@ class AgentHarness:
             session.running = False
             if session.queue and self._tg is not None:  # interrupted with input still queued
                 session.running = True
-                self._tg.start_soon(self._drain, session)
+                self._spawn(partial(self._drain, session), self._worker_scopes)
             elif session.idle is not None:
                 session.idle.set()
                 session.idle = None
@@ -569,6 +685,8 @@ class AgentHarness:
         first = tickets[0]
         restored = first.restored
         turn_id = new_item_id("turn")
+        for ticket in tickets:
+            ticket.turn_id = turn_id
         run = Execution(
             self, session.stream, thread_id=session.thread_id, resource_id=first.resource_id, turn_id=turn_id
         )
@@ -684,7 +802,7 @@ class AgentHarness:
 
     # --- results ----------------------------------------------------------------------------
 
-    async def get_agent_response(self, *, thread_id: str | None = None) -> HarnessResponse:
+    async def get_agent_response(self, *, thread_id: str | None = None) -> HarnessResponse[OutT]:
         """The last turn's response once the thread is idle; a failed turn raises its error."""
         session = self._session(thread_id)
         while session.running:
@@ -754,7 +872,7 @@ class AgentHarness:
         and `dispose`, children before parents, once (CTX-14). `ctx.abort()` alone runs neither."""
         await ctx._exec.layers.cancel(ctx, reason)
 
-    async def resume(self, execution_id: str) -> HarnessResponse:
+    async def resume(self, execution_id: str) -> HarnessResponse[OutT]:
         """Continue an execution from its checkpoint (RS-4..RS-9, RS-14).
 
         The execution keeps its id, thread and item log; steps the ledger recorded replay
@@ -795,6 +913,17 @@ class AgentHarness:
             f"harness {self.name!r} cannot {what}: it has no checkpoint store",
             hint="Pass storage='sqlite:///path/to/run.db' (or a CheckpointStore) to the AgentHarness.",
         )
+
+
+async def _let_started_tasks_subscribe(yields: int) -> None:
+    """Yield to the scheduler so that a task started just before this call runs up to its
+    first wait (a `get_item_stream()` subscription) before the turn starts.
+
+    One yield is enough on asyncio (first in, first out); trio may run the new task after the
+    current one within a batch, so it gets two.
+    """
+    for _ in range(yields):
+        await anyio.lowlevel.checkpoint()
 
 
 def _next_turn(queue: list[_Ticket]) -> tuple[list[_Ticket], list[_Ticket]]:

@@ -90,13 +90,21 @@ class until:
 
     @staticmethod
     def no_tool_calls() -> Until:
-        """Stop when the last step made no tool calls (the ReAct stop)."""
+        """Stop when the last model response asked for no tools (the ReAct stop).
+
+        `call_model` runs the tool rounds itself and ends on an answer, so a loop around it
+        stops after the first iteration that answered: the model is called exactly as often
+        as the conversation needs. Steps that record only `tool_calls` are judged by those.
+        """
 
         def check(snap: LoopSnapshot) -> Verdict:
             if snap.step_count < 1:
                 return Verdict(False)
             meta = snap.last_step_meta
-            calls = meta.tool_calls if meta is not None else None
+            calls = None
+            if meta is not None:
+                last = meta.last_response_tool_calls
+                calls = last if last is not None else meta.tool_calls
             done = not calls
             return Verdict(done, "No tool calls in last response" if done else None)
 

@@ -22,7 +22,7 @@ from noetic.custom_items import CustomItem, CustomItemEvent
 from noetic.items import Item, MessageItem, OutputText
 from noetic.model import TextDelta
 
-__all__ = ["TURN_END_EVENTS", "StreamEvent", "TurnStream", "items_from_events"]
+__all__ = ["TURN_END_EVENTS", "StreamEvent", "Subscription", "TurnStream", "items_from_events"]
 
 #: Event names (after the `{name}:` prefix) that end a turn.
 TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_aborted"})
@@ -37,12 +37,33 @@ class StreamEvent(NamedTuple):
     data: Any
 
 
-class _Subscriber:
-    __slots__ = ("pending", "wake")
+class Subscription:
+    """One subscriber's queue of events, registered when it is made (nothing published after
+    that is missed). `next()` waits for the next event; `close()` unregisters it."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_stream", "pending", "wake")
+
+    def __init__(self, stream: TurnStream) -> None:
+        self._stream = stream
         self.pending: deque[StreamEvent] = deque()
         self.wake: anyio.Event | None = None
+        stream._subscribers.append(self)
+
+    async def next(self) -> StreamEvent | None:
+        """The next event, waiting until one is published; None once the stream is closed."""
+        await self.next_batch()
+        return self.pending.popleft() if self.pending else None
+
+    async def next_batch(self) -> None:
+        """Return once at least one event is pending, or the stream is closed."""
+        while not self.pending and not self._stream.closed:
+            wake = self.wake = anyio.Event()
+            await wake.wait()
+
+    def close(self) -> None:
+        """Stop receiving events (idempotent)."""
+        if self in self._stream._subscribers:
+            self._stream._subscribers.remove(self)
 
 
 @lru_cache(maxsize=64)
@@ -54,15 +75,26 @@ def _end_types(harness_name: str) -> frozenset[str]:
 class TurnStream:
     """The events of one thread's turns and their subscribers."""
 
-    __slots__ = ("_buffer", "_end_types", "_subscribers", "active", "tap")
+    __slots__ = ("_buffer", "_end_types", "_subscribers", "active", "closed", "tap")
 
     def __init__(self, harness_name: str):
         self._buffer: deque[StreamEvent] = deque(maxlen=_BUFFER)
-        self._subscribers: list[_Subscriber] = []
+        self._subscribers: list[Subscription] = []
         self._end_types = _end_types(harness_name)
         self.active = False
         #: Called with every event as it is delivered (the inspector's `EventSink`), or None.
         self.tap: Callable[[StreamEvent], None] | None = None
+        #: Set when the harness has exited: no turn will come, so subscriptions end.
+        self.closed = False
+
+    def close(self) -> None:
+        """End every subscription that is waiting for a turn (the harness is gone)."""
+        self.closed = True
+        for sub in self._subscribers:
+            wake = sub.wake
+            if wake is not None:
+                sub.wake = None
+                wake.set()
 
     def start_turn(self) -> None:
         """Begin buffering a new turn."""
@@ -89,23 +121,28 @@ class TurnStream:
             self.active = False
             self._buffer.clear()  # only subscribers of a running turn read it
 
+    def is_turn_end(self, event: StreamEvent) -> bool:
+        """True for the event that ends a turn of this stream."""
+        return event.type in self._end_types
+
     async def subscribe(self) -> AsyncIterator[StreamEvent]:
         """Events of the running turn (from its start) or of the next one, until it ends."""
-        sub = _Subscriber()
+        sub = Subscription(self)
         if self.active:
             sub.pending.extend(self._buffer)
-        self._subscribers.append(sub)
+        pending, end_types = sub.pending, self._end_types
         try:
             while True:
-                while sub.pending:
-                    event = sub.pending.popleft()
+                while pending:  # drained inline: one wake-up per batch, not one await per event
+                    event = pending.popleft()
                     yield event
-                    if event.type in self._end_types:
+                    if event.type in end_types:
                         return
-                wake = sub.wake = anyio.Event()
-                await wake.wait()
+                await sub.next_batch()
+                if not pending:  # closed
+                    return
         finally:
-            self._subscribers.remove(sub)
+            sub.close()
 
 
 async def items_from_events(events: AsyncIterator[StreamEvent]) -> AsyncIterator[Item]:

@@ -70,6 +70,9 @@ class StepMeta(_Frozen):
     step_id: str | None = None
     kind: str | None = None
     tool_calls: tuple[FunctionCallItem, ...] | None = None
+    #: The tool calls of the step's last model response (a `call_model` step ends when the
+    #: model answers without tools, so this is empty unless a step sets it otherwise).
+    last_response_tool_calls: tuple[FunctionCallItem, ...] | None = None
     usage: RoundUsage | None = None
     cost: float | None = None
     billed_cost: float | None = None

@@ -4,13 +4,17 @@ Two ways to get a `LastLayerUsage` to show:
 
 - run something for one turn and show its last model call: `TARGET` is a workflow document
   (a path) or `package.module:attr` naming a step, an `AgentHarness`, or a function returning
-  one. Layers come from `--layers` (registered names, comma separated) unless the target is a
-  harness with its own; the model is `--model` (default: the offline echo model);
+  one; modules are looked up in the current directory first, as `python -m` does. Layers come
+  from `--layers` (registered names, comma separated), added to a harness target's own. The
+  model is `--model` — for a harness target too, replacing its model and the models its steps
+  name — and defaults to the offline echo model for a step or document, whose model steps
+  all use it (a harness target keeps its own models unless `--model` is given);
 - read a saved snapshot with `--snapshot FILE`: the JSON `--json` prints, or any object with a
   `last_layer_usage` field (a dumped `HarnessResponse`).
 
-The output is the table of `render_layer_usage`, or the snapshot as JSON with `--json`. Exit
-status: 0 shown, 1 the run failed or made no model call, 2 bad arguments.
+The output is a table that fits the terminal (`noetic.console`; every active layer has a row,
+also one that showed the model nothing on that call), or the snapshot as JSON with `--json`.
+Exit status: 0 shown, 1 the run failed or made no model call, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -22,11 +26,19 @@ from typing import Any, TextIO
 
 import anyio
 
-from noetic.errors import NoeticError
-from noetic.layers.report import render_layer_usage
+from noetic.errors import NoeticConfigError, NoeticError
+from noetic.layers.layer_set import LayerSet
 from noetic.usage import LastLayerUsage
+from noetic.workflows.commands import CLI_HINTS
 
 __all__ = ["context_command", "load_snapshot"]
+
+#: Command-line advice for a failed run that differs from `noetic run`'s.
+_CONTEXT_HINTS = {
+    "MISSING_API_KEY": "Set OPENROUTER_API_KEY in the environment, or pass --model scripted:echo to run offline.",
+    "UNKNOWN_MODEL_ADAPTER": "Pass --model with an installed provider prefix (`noetic plugins` lists them), "
+    "or --model scripted:echo to run offline.",
+}
 
 
 def load_snapshot(path: str | os.PathLike[str]) -> LastLayerUsage:
@@ -40,12 +52,24 @@ def load_snapshot(path: str | os.PathLike[str]) -> LastLayerUsage:
 
 def _target(spec: str) -> Any:
     """The step or harness `spec` names: a document path or `module:attr`."""
+    import sys
+
     import noetic as nt
     from noetic.registry import import_target
 
     if os.path.exists(spec):
         return nt.workflow("context", spec)
-    value = import_target(spec)
+    if ":" not in spec:
+        raise ValueError(f"{spec!r} is neither a file nor a module:attr target")
+    here = os.getcwd()
+    if here not in sys.path:  # a console script does not put the current directory on the path
+        sys.path.insert(0, here)
+    try:
+        value = import_target(spec)
+    except NoeticConfigError as exc:
+        raise ValueError(
+            f"cannot import {spec!r} from the current directory or the environment: {exc.__cause__ or exc.message}"
+        ) from None
     if callable(value) and not isinstance(value, nt.Step | nt.AgentHarness):
         value = value()
     if not isinstance(value, nt.Step | nt.AgentHarness):
@@ -53,19 +77,33 @@ def _target(spec: str) -> Any:
     return value
 
 
-async def _run(target: Any, input: Any, model: str | None, layers: Sequence[str], thread: str | None) -> Any:
+def _layer_names(harness: Any) -> list[str]:
+    """The ids of the harness's layers, for the rows of layers that showed nothing."""
+    return [s if isinstance(s, str) else str(getattr(s, "id", s)) for s in harness.layer_set.specs]
+
+
+async def _run(
+    target: Any, input: Any, model: str | None, layers: Sequence[str], thread: str | None
+) -> tuple[LastLayerUsage | None, list[str]]:
     import noetic as nt
     from noetic.testing.scripted import ScriptedModel
+    from noetic.workflows.commands import use_harness_model
 
     if isinstance(target, nt.AgentHarness):
         harness = target
+        if model is not None:
+            harness._model_spec = model  # the CLI owns this process: --model wins everywhere
+            use_harness_model(harness.agent_graph)
+        if layers:
+            harness.layer_set = LayerSet([*harness.layer_set.specs, *layers])
     else:
+        use_harness_model(target)  # offline unless --model, also for steps that name a model
         harness = nt.AgentHarness(
             "context", agent_graph=target, model=model or ScriptedModel.echo(), layers=layers
         )
     async with harness:
         response = await harness.run(input, thread_id=thread)
-    return response.last_layer_usage
+    return response.last_layer_usage, _layer_names(harness)
 
 
 def context_command(
@@ -87,14 +125,18 @@ def context_command(
     try:
         if snapshot is not None:
             usage: LastLayerUsage | None = load_snapshot(snapshot)
+            active: list[str] = []
         else:
             assert target is not None
-            usage = anyio.run(_run, _target(target), input, model, layers, thread)
+            usage, active = anyio.run(_run, _target(target), input, model, layers, thread)
     except (OSError, ValueError, TypeError) as exc:  # a bad path, snapshot or target
         err.write(f"noetic context: {exc}\n")
         return 2
     except NoeticError as exc:
-        err.write(f"noetic context: the run failed: {exc}\n")
+        err.write(f"noetic context: the run failed: [{exc.code}] {exc.message}\n")
+        hint = _CONTEXT_HINTS.get(exc.code) or CLI_HINTS.get(exc.code)
+        if hint:
+            err.write(f"hint: {hint}\n")
         return 1
     if usage is None:
         err.write("noetic context: no model call ran, so there is no layer usage to show\n")
@@ -102,5 +144,8 @@ def context_command(
     if as_json:
         out.write(json.dumps(usage.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     else:
-        out.write(render_layer_usage(usage) + "\n")
+        from noetic.console import console_for, layer_usage_view
+
+        console = console_for(out)
+        console.print(layer_usage_view(usage, active, console.width))
     return 0

@@ -19,12 +19,12 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.predicates import LoopSnapshot, Until, Verdict, evaluate
 from noetic.schema import to_jsonable
-from noetic.steps.base import Step, call_user, execute
+from noetic.steps.base import OutT, Step, call_user, execute
 from noetic.steps.flow import ensure_steps
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def output_text(value: Any) -> str:
     return json.dumps(to_jsonable(value), default=str)
 
 
-class Loop(Step):
+class Loop(Step[OutT]):
     """Repeats `steps`; see the module docstring."""
 
     kind = "loop"
@@ -177,6 +177,30 @@ class Loop(Step):
         return value
 
 
+@overload
+def loop(
+    id: str,
+    steps: Step[OutT],
+    *,
+    until: Until,
+    max_iterations: float = 1000,
+    on_error: OnError = "abort",
+    prepare_next: Callable[..., Any] | None = None,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+) -> Loop[OutT]: ...
+@overload
+def loop(
+    id: str,
+    steps: Sequence[Step],
+    *,
+    until: Until,
+    max_iterations: float = 1000,
+    on_error: OnError = "abort",
+    prepare_next: Callable[..., Any] | None = None,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+) -> Loop[Any]: ...
 def loop(
     id: str,
     steps: Step | Sequence[Step],
@@ -187,8 +211,10 @@ def loop(
     prepare_next: Callable[..., Any] | None = None,
     custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
     emit_items: Any = None,
-) -> Loop:
-    """A step that repeats `steps` until `until` says stop; see `Loop`."""
+) -> Loop[Any]:
+    """A step that repeats `steps` until `until` says stop; see `Loop`.
+
+    Its output is the last iteration's output, so `loop(id, step)` has the type of `step`."""
     return Loop(
         id,
         steps,

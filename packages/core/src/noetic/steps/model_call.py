@@ -5,7 +5,8 @@ view, streams one model round (deltas go to the harness streams), appends the re
 (IL-6), and — when the model asked for tools — validates and runs every requested call of the
 round concurrently, appends the `function_call_output` items and calls the model again, until
 it answers without tool calls. The output is the last assistant text, or the structured value
-validated against `output=`. Token and cost figures of every round are charged to the context,
+validated against `output=`; an answer that fails validation is sent back to the model with
+the validation error (a user message) up to `output_retries` times, then `model_parse_error`. Token and cost figures of every round are charged to the context,
 even for a response that is then cut off by abort (the step then raises `cancelled`).
 """
 
@@ -15,7 +16,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
@@ -28,7 +29,7 @@ from noetic.layers.layer_set import LayerSet
 from noetic.layers.usage import window_usage
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError, to_jsonable
-from noetic.steps.base import Step
+from noetic.steps.base import OutT, Step
 from noetic.tools import Tool, cancelled_output, run_tool_call
 from noetic.usage import RoundUsage, StepMeta, add_optional
 
@@ -40,6 +41,9 @@ __all__ = ["CallModel", "call_model", "last_assistant_text"]
 
 #: Tool rounds one step may run before it fails (the TypeScript Noetic's limit).
 MAX_TOOL_ROUNDS = 32
+#: Times an answer that fails `output=` validation is sent back to the model before failing.
+DEFAULT_OUTPUT_RETRIES = 2
+M = TypeVar("M")
 _NO_USAGE = RoundUsage()
 
 
@@ -51,7 +55,7 @@ def last_assistant_text(items: Sequence[Item]) -> str:
     return ""
 
 
-class CallModel(Step):
+class CallModel(Step[OutT]):
     """Calls a model with the context's view and runs the tools it asks for.
 
     Without context layers the view is the log. With layers (the harness's, a `with_context`,
@@ -62,7 +66,17 @@ class CallModel(Step):
     """
 
     kind = "call_model"
-    __slots__ = ("instructions", "layers", "max_rounds", "model", "output", "params", "projection", "tools")
+    __slots__ = (
+        "instructions",
+        "layers",
+        "max_rounds",
+        "model",
+        "output",
+        "output_retries",
+        "params",
+        "projection",
+        "tools",
+    )
 
     def __init__(
         self,
@@ -78,8 +92,15 @@ class CallModel(Step):
         custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
         emit_items: Any = None,
         max_rounds: int = MAX_TOOL_ROUNDS,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ):
         super().__init__(id, custom_items=custom_items, emit_items=emit_items)
+        if not isinstance(output_retries, int) or output_retries < 0:
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"call_model {id!r}: output_retries must be a non-negative int, got {output_retries!r}",
+                hint="Pass output_retries=2 (the default), or 0 to fail on the first invalid answer.",
+            )
         if isinstance(model, str) and not model.strip():
             raise NoeticConfigError(
                 "MISSING_MODEL",
@@ -101,6 +122,7 @@ class CallModel(Step):
         self.layers = LayerSet.of(layers)
         self.projection = Projection.of(projection)
         self.max_rounds = max_rounds
+        self.output_retries = output_retries
 
     async def run(self, input: Any, ctx: Context) -> Any:
         if self.layers is None:
@@ -124,7 +146,11 @@ class CallModel(Step):
         cost = billed = to_decimal(0)
         calls: list[FunctionCallItem] = []
         rounds: list[RoundUsage] = []
-        for round_no in range(self.max_rounds + 1):
+        tool_rounds = output_attempts = 0
+        parsed: Any = None
+        round_no = -1
+        while True:
+            round_no += 1
             request = ModelRequest(
                 model_id=adapter.model_id,
                 items=tuple(ctx.item_log.items) if layered is None else layered.view(ctx.item_log.items),
@@ -150,24 +176,36 @@ class CallModel(Step):
             for item in response.items:
                 ctx.item_log.append(item)
             round_calls = [i for i in response.items if isinstance(i, FunctionCallItem)]
-            if not round_calls:
+            if round_calls:
+                if tool_rounds == self.max_rounds:
+                    raise NoeticError(
+                        "step_failed",
+                        f"call_model {self.id!r}: the model still asked for tools after {self.max_rounds} rounds",
+                        step_id=self.id,
+                        retries_exhausted=True,
+                    )
+                tool_rounds += 1
+                calls.extend(round_calls)
+                await self._run_tools(round_calls, tools, ctx)
+                if ctx.aborted:  # CTX-17: the tools ran to their end; no further round starts
+                    raise cancelled(ctx.abort_reason)
+                continue
+            if self.output is None:
                 break
-            if round_no == self.max_rounds:
-                raise NoeticError(
-                    "step_failed",
-                    f"call_model {self.id!r}: the model still asked for tools after {self.max_rounds} rounds",
-                    step_id=self.id,
-                    retries_exhausted=True,
-                )
-            calls.extend(round_calls)
-            await self._run_tools(round_calls, tools, ctx)
-            if ctx.aborted:  # CTX-17: the tools ran to their end; no further round starts
-                raise cancelled(ctx.abort_reason)
+            try:
+                parsed = self._parse_output(ctx.item_log.items[first_item:], output_attempts)
+                break
+            except NoeticError as exc:
+                if output_attempts >= self.output_retries:
+                    raise
+                output_attempts += 1
+                ctx.item_log.append(user_message(_retry_prompt(exc.details["problems"])))
         response_items = tuple(ctx.item_log.items[first_item:])
         ctx.last_step_meta = StepMeta(
             step_id=self.id,
             kind=self.kind,
             tool_calls=tuple(calls),
+            last_response_tool_calls=(),  # the loop above ends only on an answer without tools
             usage=usage,
             cost=float(cost),
             billed_cost=float(billed),
@@ -178,12 +216,12 @@ class CallModel(Step):
             ctx.last_layer_usage = partial(
                 window_usage, ctx.id, adapter.model_id, instructions, definitions, request.items
             )
-            return self._final_output(response_items)
+            return self._final_output(response_items, parsed)
         base = window_usage(ctx.id, adapter.model_id, instructions, definitions, history=())
         ctx.last_layer_usage = layered.usage(base)  # the history bucket is the layered view's
         text = last_assistant_text(response_items)
         await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
-        return self._final_output(response_items)
+        return self._final_output(response_items, parsed)
 
     async def _prepare_layers(self, ctx: Context, input: Any, instructions: str | None) -> LayeredCall:
         """Recall and band the context's layers for this step (they join the view each round)."""
@@ -292,20 +330,35 @@ class CallModel(Step):
         if stopped:
             raise stopped[0]
 
-    def _final_output(self, items: Sequence[Item]) -> Any:
+    def _final_output(self, items: Sequence[Item], parsed: Any) -> Any:
+        """The step output: the last assistant text, or the value validated against `output=`."""
+        return last_assistant_text(items) if self.output is None else parsed
+
+    def _parse_output(self, items: Sequence[Item], retries: int) -> Any:
+        """The last answer validated against `output=`; `model_parse_error` when it fails."""
+        assert self.output is not None
         text = last_assistant_text(items)
-        if self.output is None:
-            return text
         try:
             return self.output.validate_json(text)
         except SchemaError as exc:
+            tried = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
             raise NoeticError(
                 "model_parse_error",
-                f"call_model {self.id!r}: the model's answer does not match output=: {exc}",
+                f"call_model {self.id!r}: the model's answer does not match output={tried}: {exc}",
                 raw=text,
                 schema=self.output.json_schema,
                 step_id=self.id,
+                problems=str(exc),
+                retries=retries,
             ) from None
+
+
+def _retry_prompt(problems: str) -> str:
+    """The message that sends an invalid structured answer back to the model."""
+    return (
+        f"Your last answer does not match the required output schema: {problems}. "
+        "Answer again with only a JSON value that matches the schema."
+    )
 
 
 def _add_usage(a: RoundUsage, b: RoundUsage) -> RoundUsage:
@@ -318,6 +371,51 @@ def _add_usage(a: RoundUsage, b: RoundUsage) -> RoundUsage:
     )
 
 
+@overload
+def call_model(
+    id: str,
+    *,
+    model: str | ModelAdapter | None = None,
+    instructions: str | Callable[..., Any] | None = None,
+    tools: Sequence[Tool] = (),
+    output: None = None,
+    params: Mapping[str, Any] | None = None,
+    layers: Sequence[Any] | None = None,
+    projection: Projection | Mapping[str, Any] | None = None,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+    output_retries: int = DEFAULT_OUTPUT_RETRIES,
+) -> CallModel[str]: ...
+@overload
+def call_model(
+    id: str,
+    *,
+    model: str | ModelAdapter | None = None,
+    instructions: str | Callable[..., Any] | None = None,
+    tools: Sequence[Tool] = (),
+    output: type[M],
+    params: Mapping[str, Any] | None = None,
+    layers: Sequence[Any] | None = None,
+    projection: Projection | Mapping[str, Any] | None = None,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+    output_retries: int = DEFAULT_OUTPUT_RETRIES,
+) -> CallModel[M]: ...
+@overload
+def call_model(
+    id: str,
+    *,
+    model: str | ModelAdapter | None = None,
+    instructions: str | Callable[..., Any] | None = None,
+    tools: Sequence[Tool] = (),
+    output: Any,
+    params: Mapping[str, Any] | None = None,
+    layers: Sequence[Any] | None = None,
+    projection: Projection | Mapping[str, Any] | None = None,
+    custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
+    emit_items: Any = None,
+    output_retries: int = DEFAULT_OUTPUT_RETRIES,
+) -> CallModel[Any]: ...
 def call_model(
     id: str,
     *,
@@ -330,8 +428,14 @@ def call_model(
     projection: Projection | Mapping[str, Any] | None = None,
     custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
     emit_items: Any = None,
-) -> CallModel:
-    """A model step: see `CallModel`. `model=None` uses the harness model."""
+    output_retries: int = DEFAULT_OUTPUT_RETRIES,
+) -> CallModel[Any]:
+    """A model step: see `CallModel`. `model=None` uses the harness model.
+
+    With `output=Model` the step's output is a validated `Model` (type checkers see
+    `CallModel[Model]`, and a harness running it returns `HarnessResponse[Model]`); an answer
+    that fails validation is sent back with the validation error up to `output_retries` times.
+    """
     return CallModel(
         id,
         model=model,
@@ -343,4 +447,5 @@ def call_model(
         projection=projection,
         custom_items=custom_items,
         emit_items=emit_items,
+        output_retries=output_retries,
     )

@@ -1,27 +1,31 @@
 """What `noetic schema`, `noetic validate` and `noetic run` do (`noetic.cli` parses and calls).
 
 - `print_schema` writes the published JSON Schema.
-- `validate_document` reports every problem of a document with its JSON path: schema, limits,
-  expressions, custom items (including those plugins register). Tool, layer and named-workflow
-  names are not checked, since the program that runs the document supplies them.
-- `run_document` runs a document on an `AgentHarness` — by default offline on
-  `ScriptedModel.echo()` (model text echoes the last user message) with the in-memory
-  filesystem; `model="openrouter:<id>"` uses OpenRouter when its adapter package is installed
-  and `OPENROUTER_API_KEY` is set (a provider prefix no installed adapter registers is an
-  error, never a silent fallback to the offline model). The turn renders live on `err` (`TerminalRenderer`) and the
-  final output is printed on `out`: a string as is, anything else as JSON.
+- `validate_document` reports every problem `noetic run` would report before running, each
+  with its JSON path: schema, limits, expressions, tools (the command line offers none), named
+  workflows, layers and custom items (including what installed plugins register). Both
+  commands load a document through `load_for_cli`, so they cannot disagree.
+- `run_document` runs a document on an `AgentHarness`, offline unless asked otherwise: every
+  model node — also one that names a `model` — runs on `ScriptedModel.echo()` (model text
+  echoes the last user message), with the in-memory filesystem. `model="openrouter:<id>"`
+  (`--model`) goes online: nodes without a `model` use it, nodes naming one use their own
+  (resolved through the installed adapters; an unknown provider is an error, never a
+  fallback). The turn renders live on `err` (`TerminalRenderer`) and the final output is
+  printed on `out`: a string as is, anything else as JSON.
 
-Each returns the process exit status: 0 success, 1 the run failed (or a loop stopped because its
-`until` predicate failed, which is warned about), 2 the document or the input is invalid.
-Everything written is passed through `terminal_safe`, since documents, inputs and model text
-are untrusted.
+Problems and errors are printed with hints for the command line (flags, files, `noetic
+plugins`), and a runtime error with the JSON path of the node that failed. Each returns the
+process exit status: 0 success, 1 the run failed (or a loop stopped because its `until`
+predicate failed, which is warned about), 2 the document or the input is invalid. Everything
+written is passed through `terminal_safe`, since documents, inputs and model text are untrusted.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, TextIO
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
@@ -30,7 +34,21 @@ from noetic.schema import to_jsonable
 from noetic.terminal_safe import terminal_safe
 from noetic.workflows.problems import Problem
 
-__all__ = ["MAX_INPUT_DEPTH", "parse_input", "print_schema", "run_document", "validate_document"]
+if TYPE_CHECKING:
+    from noetic.plugins import NoeticPluginManager
+    from noetic.steps.base import Step
+    from noetic.workflows.workflow import WorkflowStep
+
+__all__ = [
+    "CLI_HINTS",
+    "MAX_INPUT_DEPTH",
+    "load_for_cli",
+    "parse_input",
+    "print_schema",
+    "run_document",
+    "use_harness_model",
+    "validate_document",
+]
 
 #: How deeply `--input` JSON may nest.
 MAX_INPUT_DEPTH = 256
@@ -44,31 +62,81 @@ def print_schema(out: TextIO) -> int:
     return 0
 
 
+#: What to do about a problem when the document runs from the command line.
+CLI_HINTS = {
+    "UNKNOWN_TOOL_REFERENCE": "`noetic run` offers no tools to a document: remove the tool from the "
+    "node, or run the document from a program that passes the tool.",
+    "UNKNOWN_LAYER_REFERENCE": "Install the package that registers the layer (`noetic plugins` lists "
+    "the registered layers), or remove the name from the document.",
+    "UNKNOWN_WORKFLOW_REFERENCE": "`noetic run` knows no named workflows: inline the sub-workflow as "
+    "the subflow node's `document`.",
+    "UNKNOWN_CUSTOM_ITEM": "Declare the item in the document's (or the node's) customItems, or install "
+    "the package that registers it (`noetic plugins` lists the registered items).",
+    "MISSING_API_KEY": "Set OPENROUTER_API_KEY in the environment, or leave out --model to run offline.",
+    "UNKNOWN_MODEL_ADAPTER": "Pass --model with an installed provider prefix (`noetic plugins` lists "
+    "them), or leave out --model to run offline.",
+    "PLUGIN_LOAD_FAILED": "Fix or reinstall the plugin that failed (`noetic plugins` shows its error).",
+}
+
+
+def _hint(code: str, fallback: str | None) -> str | None:
+    return CLI_HINTS.get(code, fallback)
+
+
 def _report(path: str, problems: list[Problem], err: TextIO) -> int:
     shown = terminal_safe(path, multiline=False)
     for problem in problems:
         err.write(f"{shown}: {terminal_safe(str(problem), multiline=False)}\n")
     err.write(f"{shown}: {len(problems)} problem{'s' if len(problems) != 1 else ''}\n")
+    for code in dict.fromkeys(p.code for p in problems):
+        hint = _hint(code, None)
+        if hint is not None:
+            err.write(f"hint: {hint}\n")
     return 2
+
+
+def load_for_cli(
+    path: str | os.PathLike[str], pm: NoeticPluginManager
+) -> tuple[WorkflowStep | None, list[Problem]]:
+    """The document at `path` hydrated as `noetic run` runs it, or every problem it has.
+
+    This is `nt.workflow` with no tools and no named workflows (the command line offers none),
+    and with the names the document leaves to plugins (layers, custom items) checked against
+    `pm`'s registries at once, so nothing is left to fail after the run has started.
+    """
+    from noetic.workflows.hydrate import Bindings, Hydrator
+    from noetic.workflows.load import parse_document
+    from noetic.workflows.workflow import WorkflowStep, unregistered
+
+    doc, problems = parse_document(path)
+    if doc is None:
+        return None, problems
+    hydrator = Hydrator(Bindings())
+    root = hydrator.document(doc)
+    problems = [*hydrator.problems, *unregistered(hydrator.deferred, pm.registries)]
+    if problems or root is None:
+        return None, sorted(problems, key=lambda p: p.path)
+    return WorkflowStep("run", doc, root, deferred=hydrator.deferred), []
 
 
 def validate_document(path: str | os.PathLike[str], out: TextIO, err: TextIO) -> int:
     """Check the document at `path` and report every problem with its JSON path."""
     from noetic.plugins import make_plugin_manager
-    from noetic.workflows.hydrate import Bindings, Hydrator
-    from noetic.workflows.load import parse_document
 
     shown = os.fspath(path)
-    doc, problems = parse_document(path)
-    if doc is None:
+    flow, problems = load_for_cli(path, make_plugin_manager())
+    if flow is None:
         return _report(shown, problems, err)
-    registered = make_plugin_manager().registries.custom_items
-    hydrator = Hydrator(Bindings(), bind=False, registered_items=registered)
-    hydrator.document(doc)
-    if hydrator.problems:
-        return _report(shown, hydrator.problems, err)
-    out.write(f"{terminal_safe(shown, multiline=False)}: valid workflow document ({hydrator.nodes} nodes)\n")
+    nodes = sum(1 for _ in _walk(flow.root))
+    out.write(f"{terminal_safe(shown, multiline=False)}: valid workflow document ({nodes} nodes)\n")
     return 0
+
+
+def _walk(step: Step) -> Iterator[Step]:
+    """`step` and every step below it."""
+    yield step
+    for child in step.children():
+        yield from _walk(child)
 
 
 def _not_json(constant: str) -> Any:
@@ -119,18 +187,23 @@ def run_document(
     live: bool | None = None,
 ) -> int:
     """Run the document at `path` on a harness; see the module docstring."""
-    from noetic.workflows.workflow import workflow
+    from noetic.plugins import make_plugin_manager
 
     shown = os.fspath(path)
-    try:
-        flow = workflow("run", path)
-    except NoeticConfigError as exc:
-        problems: list[Problem] = exc.details.get("problems") or [Problem("$", exc.code, exc.message)]
+    pm = make_plugin_manager()
+    flow, problems = load_for_cli(path, pm)
+    if flow is None:
         return _report(shown, problems, err)
+    if model is None:
+        offline = use_harness_model(flow)
+        if offline:
+            err.write(
+                f"offline: {offline} model node(s) naming a model use the echo model; pass --model to go online\n"
+            )
     try:
-        output, failed_loops = anyio.run(_run, flow, input, model, err, live)
+        output, failed_loops = anyio.run(_run, flow, pm, input, model, err, live)
     except NoeticError as exc:
-        err.write(f"error: {terminal_safe(str(exc), multiline=False)}\n")
+        _print_error(exc, err)
         return 1
     out.write(_format_output(output) + "\n")
     for stopped in failed_loops:
@@ -141,20 +214,33 @@ def run_document(
     return 1 if failed_loops else 0
 
 
-def _check_provider(model: str, installed: list[str]) -> None:
-    """Refuse `provider:model` when no adapter registers `provider` (instead of falling back)."""
-    provider, colon, _ = model.partition(":")
-    if colon and "/" not in provider and provider not in installed:
-        raise NoeticConfigError(
-            "UNKNOWN_MODEL_ADAPTER",
-            f"no model adapter is installed for {provider!r} (installed: {', '.join(installed)})",
-            hint=f"Install the adapter package, e.g. `pip install noetic-adapters-{provider}`, or run offline "
-            "without --model.",
-        )
+def use_harness_model(graph: Step | None) -> int:
+    """Make every model step of `graph` use the harness model (for the command line, which
+    owns the graph it loaded); returns how many named their own model."""
+    from noetic.steps.model_call import CallModel
+
+    if graph is None:
+        return 0
+    named = 0
+    for step in _walk(graph):
+        if isinstance(step, CallModel) and step.model is not None:
+            step.model = None
+            named += 1
+    return named
+
+
+def _print_error(exc: NoeticError, err: TextIO) -> None:
+    """One error line (with the failing node's JSON path when known) and a command-line hint."""
+    where = exc.details.get("node_path")
+    at = f" at {terminal_safe(str(where), multiline=False)}" if where else ""
+    err.write(f"error{at}: [{exc.code}] {terminal_safe(exc.message, multiline=False)}\n")
+    hint = _hint(exc.code, getattr(exc, "hint", None))
+    if hint:
+        err.write(f"hint: {terminal_safe(hint, multiline=False)}\n")
 
 
 async def _run(
-    flow: Any, input: Any, model: str | None, err: TextIO, live: bool | None
+    flow: WorkflowStep, pm: NoeticPluginManager, input: Any, model: str | None, err: TextIO, live: bool | None
 ) -> tuple[Any, list[dict[str, Any]]]:
     """Run the turn, rendering it; returns its output and the loops whose predicate failed."""
     from noetic.harness import AgentHarness
@@ -163,9 +249,9 @@ async def _run(
 
     renderer = TerminalRenderer(err, live=live)
     failed_loops: list[dict[str, Any]] = []
-    async with AgentHarness("noetic", agent_graph=flow, model=model or ScriptedModel.echo()) as h:
+    async with AgentHarness("noetic", agent_graph=flow, model=model or ScriptedModel.echo(), plugins=pm) as h:
         if model is not None:
-            _check_provider(model, h.plugin_manager.registries.model_adapters.names())
+            h.resolve_model(model)  # an unknown provider fails here, before the turn starts
         await h.execute(input)
         try:
             async for event in h.get_full_stream():

@@ -317,6 +317,8 @@ class Hydrator:
         except NoeticConfigError as exc:
             self._problem(path, exc.code, exc.message)
             return None
+        if step is not None:
+            step.node_path = path  # runtime errors of this node name where it is in the document
         return step if len(self.problems) == before else None
 
     def _build(

@@ -6,22 +6,30 @@
   percentage (`percent`), or a remaining count (`left`, `remaining`; its largest value seen is
   the total). A bar that reaches 100 % is written out and leaves the live area. Other custom
   items print as one `type key=value …` line.
-- Model text is written as it streams; tool calls print one line each.
+- Model text is shown as it streams; tool calls print one line each.
 
-On a terminal the live area is redrawn with plain ANSI cursor codes (colour unless `NO_COLOR`
-is set); elsewhere (a pipe, a file, CI logs) every update is one plain line instead. Text from
-the stream (model text, tool calls, item fields and types) is untrusted and passes through
-`terminal_safe` first, so it cannot carry escape sequences of its own.
+On a terminal the live area (streaming text and bars) is a rich `Live` display: it is measured
+against the terminal's width on every redraw, so bars shrink and text wraps instead of
+breaking into stacks of partial lines (colour unless `NO_COLOR` is set). Elsewhere (a pipe, a
+file, CI logs) every update is one plain line instead. Text from the stream (model text, tool
+calls, item fields and types) is untrusted and passes through `terminal_safe` first, so it
+cannot carry escape sequences of its own.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from rich.console import Group, RenderableType
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from noetic.console import console_for
 from noetic.custom_items import CustomItem, CustomItemEvent
 from noetic.items import FunctionCallItem, MessageItem, dump_item
 from noetic.model import TextDelta
@@ -37,6 +45,8 @@ _FRACTION = ("progress", "fraction", "ratio")
 _PERCENT = ("percent", "pct", "percentage")
 _REMAINING = ("left", "remaining", "todo", "pending")
 _WIDTH = 24
+#: Lines of streaming text kept in the live area (the whole text is printed when it ends).
+_TEXT_LINES = 6
 
 
 def _number(fields: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, float] | None:
@@ -81,59 +91,79 @@ class _Bar:
 
 
 class TerminalRenderer:
-    """Renders stream events to `out`; call `handle` per event and `close` at the end."""
+    """Renders stream events to `out`; call `handle` per event and `close` at the end.
 
-    def __init__(self, out: TextIO, *, live: bool | None = None, color: bool | None = None):
+    `live` (default: whether `out` is a terminal) selects the redrawn display; `width` fixes
+    the width instead of measuring the terminal.
+    """
+
+    def __init__(
+        self, out: TextIO, *, live: bool | None = None, color: bool | None = None, width: int | None = None
+    ):
         self.out = out
         self.live = out.isatty() if live is None else live
-        self.color = (self.live and "NO_COLOR" not in os.environ) if color is None else color
-        encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "")
-        self._glyphs = ("█", "░") if encoding.startswith("utf") else ("#", "-")
+        self.console = console_for(out, width=width, terminal=self.live)
+        if not self.live:
+            self.console.no_color = True
+        if color is not None:
+            self.console.no_color = not color
         self._bars: dict[str, _Bar] = {}
         self._peaks: dict[str, float] = {}
         self._printed: dict[str, str] = {}
-        self._drawn = 0
         self._streamed: set[str] = set()
-        self._in_text = False
+        self._text = ""  # streaming assistant text not yet finished
+        self._display: Live | None = None
 
     # --- output primitives ------------------------------------------------------------------
 
-    def _style(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.color and text else text
+    def _refresh(self) -> None:
+        if not self.live:
+            return
+        if self._display is None:
+            self._display = Live(
+                self._view(),
+                console=self.console,
+                auto_refresh=False,
+                transient=True,
+                vertical_overflow="crop",
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._display.start()
+        self._display.update(self._view(), refresh=True)
 
-    def _write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+    def _view(self) -> RenderableType:
+        parts: list[RenderableType] = []
+        if self._text:
+            lines = self._text.splitlines()[-_TEXT_LINES:]
+            parts.append(Text.assemble(("assistant ", "dim"), "\n".join(lines)))
+        if self._bars:
+            parts.append(self._bars_table(list(self._bars.values())))
+        return Group(*parts)
 
-    def _clear_live(self) -> None:
-        if self._drawn:
-            self._write(f"\x1b[{self._drawn}F\x1b[J")
-            self._drawn = 0
+    def _bars_table(self, bars: list[_Bar]) -> Table:
+        grid = Table.grid(padding=(0, 1), expand=True)
+        grid.add_column(style="cyan", no_wrap=True, overflow="ellipsis", max_width=30)
+        grid.add_column(ratio=1, min_width=4)
+        grid.add_column(justify="right", no_wrap=True, width=4)
+        grid.add_column(no_wrap=True, overflow="ellipsis", max_width=16)
+        for bar in bars:
+            grid.add_row(
+                Text(terminal_safe(bar.type)),
+                ProgressBar(total=1.0, completed=bar.fraction, width=None, complete_style="green"),
+                f"{bar.fraction:.0%}",
+                Text(terminal_safe(bar.label)),
+            )
+        return grid
 
-    def _draw_live(self) -> None:
-        if self.live and not self._in_text:
-            self._clear_live()
-            for bar in self._bars.values():
-                self._write(self._bar_line(bar) + "\n")
-            self._drawn = len(self._bars)
+    def _print(self, renderable: RenderableType) -> None:
+        """Write one permanent entry above the live area."""
+        self.console.print(renderable, overflow="fold")
+        self._refresh()
 
-    def _line(self, text: str) -> None:
-        """Write one permanent line above the live area."""
-        self._end_text()
-        self._clear_live()
-        self._write(text + "\n")
-        self._draw_live()
-
-    def _end_text(self) -> None:
-        if self._in_text:
-            self._in_text = False
-            self._write("\n")
-
-    def _bar_line(self, bar: _Bar) -> str:
-        full, empty = self._glyphs
+    def _plain_bar(self, bar: _Bar) -> str:
         filled = round(bar.fraction * _WIDTH)
-        gauge = self._style(full * filled, "32") + self._style(empty * (_WIDTH - filled), "2")
-        return f"{self._style(bar.type, '36')} [{gauge}] {bar.fraction:4.0%}  {bar.label}"
+        return f"{terminal_safe(bar.type)} [{'#' * filled}{'-' * (_WIDTH - filled)}] {bar.fraction:4.0%}  {terminal_safe(bar.label)}"
 
     # --- events -----------------------------------------------------------------------------
 
@@ -142,33 +172,43 @@ class TerminalRenderer:
         data = event.data
         if event.source == "sdk":
             if type(data) is TextDelta:
-                self._text(data)
+                self._delta(data)
         elif isinstance(data, CustomItemEvent):
             self._progress(data.type, to_jsonable(data.event), final=False)
         elif event.type.endswith(":item_appended"):
             self._appended(data["item"])
 
-    def _text(self, delta: TextDelta) -> None:
-        if not self._in_text:
-            self._clear_live()
-            self._write(self._style("assistant ", "2"))
-            self._in_text = True
+    def _delta(self, delta: TextDelta) -> None:
         if delta.item_id is not None:
             self._streamed.add(delta.item_id)
-        self._write(terminal_safe(delta.text))
+        if self.live:
+            self._text += terminal_safe(delta.text)
+            self._refresh()
+        else:
+            if not self._text:
+                self.out.write("assistant ")
+            self._text += delta.text
+            self.out.write(terminal_safe(delta.text))
+            self.out.flush()
+
+    def _end_text(self) -> None:
+        if self._text and not self.live:
+            self.out.write("\n")
+        self._text = ""
 
     def _appended(self, item: Any) -> None:
         if isinstance(item, CustomItem):
             fields = {k: v for k, v in dump_item(item).items() if k not in ("id", "type")}
             self._progress(item.type, fields, final=True)
         elif isinstance(item, MessageItem) and item.role == "assistant":
-            if item.id in self._streamed:
-                self._end_text()
-                self._draw_live()
-            else:
-                self._line(self._style("assistant ", "2") + terminal_safe(item.text))
+            streamed = item.id in self._streamed
+            was_live = self.live and bool(self._text)
+            self._end_text()
+            if not streamed or was_live:
+                self._print(Text.assemble(("assistant ", "dim"), terminal_safe(item.text)))
         elif isinstance(item, FunctionCallItem):
-            self._line(self._style(terminal_safe(f"→ {item.name}({item.arguments})", multiline=False), "2"))
+            self._end_text()
+            self._print(Text(terminal_safe(f"→ {item.name}({item.arguments})", multiline=False), style="dim"))
 
     def _progress(self, type: str, fields: Any, *, final: bool) -> None:
         type = terminal_safe(type, multiline=False)
@@ -179,28 +219,34 @@ class TerminalRenderer:
                 if isinstance(fields, Mapping)
                 else json.dumps(fields, ensure_ascii=False)
             )
-            self._line(f"{self._style(type, '36')} {terminal_safe(shown, multiline=False)}")
+            self._print(Text.assemble((type, "cyan"), " ", terminal_safe(shown, multiline=False)))
             return
         fraction, label, self._peaks[type] = found
         bar = _Bar(type, fraction, label)
         if not self.live:
-            line = self._bar_line(bar)
+            line = self._plain_bar(bar)
             if self._printed.get(type) != line:
                 self._printed[type] = line
-                self._line(line)
+                self._end_text()
+                self.out.write(line + "\n")
+                self.out.flush()
             return
-        self._end_text()
         if final and fraction >= 1.0:
             self._bars.pop(type, None)
-            self._line(self._bar_line(bar))
+            self._print(self._bars_table([bar]))
             return
         self._bars[type] = bar
-        self._draw_live()
+        self._refresh()
 
     def close(self) -> None:
         """Finish the turn: end streamed text and write out the bars still live."""
+        if self._display is not None:
+            self._display.stop()
+            self._display = None
+        if self.live:
+            if self._text:
+                self.console.print(Text.assemble(("assistant ", "dim"), self._text), overflow="fold")
+            if self._bars:
+                self.console.print(self._bars_table(list(self._bars.values())))
         self._end_text()
-        self._clear_live()
-        for bar in self._bars.values():
-            self._write(self._bar_line(bar) + "\n")
         self._bars.clear()

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from noetic.workflows.limits import WorkflowLimits
     from noetic.workflows.load import DocumentSource
 
-__all__ = ["WorkflowStep", "workflow"]
+__all__ = ["WorkflowStep", "unregistered", "workflow"]
 
 
 class WorkflowStep(Step):
@@ -75,31 +75,36 @@ class WorkflowStep(Step):
         harness's registries do not have (once per registries object)."""
         if self._checked is not None and self._checked() is registries:
             return
-        problems = []
-        for name in self.deferred:
-            if name.kind == "custom item" and name.name not in registries.custom_items:
-                problems.append(
-                    Problem(
-                        name.path,
-                        "UNKNOWN_CUSTOM_ITEM",
-                        f"custom item {name.name!r} is declared nowhere in the document, in "
-                        "custom_items= or by a plugin",
-                    )
-                )
-            elif name.kind == "layer" and name.name not in registries.context_layers:
-                known = ", ".join(registries.context_layers.names()) or "none"
-                problems.append(
-                    Problem(
-                        name.path,
-                        "UNKNOWN_LAYER_REFERENCE",
-                        f"layer {name.name!r} was not passed in layers= and no plugin registers "
-                        f"it (registered: {known}). The TypeScript runtime, given no layer registry, "
-                        "drops the names and runs with the harness's layers; to keep the document "
-                        "portable, have every host supply the layer or leave the name out",
-                    )
-                )
-        raise_problems(problems, what=f"workflow {self.id!r}")
+        raise_problems(unregistered(self.deferred, registries), what=f"workflow {self.id!r}")
         self._checked = weakref.ref(registries)
+
+
+def unregistered(deferred: Sequence[Deferred], registries: Registries) -> list[Problem]:
+    """A problem for each deferred name (custom item, layer) that `registries` lacks."""
+    problems = []
+    for name in deferred:
+        if name.kind == "custom item" and name.name not in registries.custom_items:
+            problems.append(
+                Problem(
+                    name.path,
+                    "UNKNOWN_CUSTOM_ITEM",
+                    f"custom item {name.name!r} is declared nowhere in the document, in "
+                    "custom_items= or by a plugin",
+                )
+            )
+        elif name.kind == "layer" and name.name not in registries.context_layers:
+            known = ", ".join(registries.context_layers.names()) or "none"
+            problems.append(
+                Problem(
+                    name.path,
+                    "UNKNOWN_LAYER_REFERENCE",
+                    f"layer {name.name!r} was not passed in layers= and no plugin registers "
+                    f"it (registered: {known}). The TypeScript runtime, given no layer registry, "
+                    "drops the names and runs with the harness's layers; to keep the document "
+                    "portable, have every host supply the layer or leave the name out",
+                )
+            )
+    return problems
 
 
 def workflow(
