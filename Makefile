@@ -4,7 +4,7 @@
 export UV_PYTHON_DOWNLOADS := never
 RUN := scripts/bootstrap.sh
 
-.PHONY: demo test lint bench
+.PHONY: demo test lint bench docs
 
 demo:
 	$(RUN) python examples/demo.py
@@ -20,3 +20,7 @@ lint:
 
 bench:
 	$(RUN) python bench/run.py
+
+# The documentation site from docs/ into site/ (offline; warnings, dead links included, fail it).
+docs:
+	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs build --strict

@@ -9,7 +9,7 @@ Each function runs one size and returns `(seconds, units)`; the report divides t
 - `loop`: `nt.loop` over a tool-using `call_model` for `size` iterations (unit: an iteration).
   Each iteration adds four items that the next model call sees, as in a real agent loop.
 - `layers`: an S1 round trip through `size` context layers with anchoring on (unit: a round trip).
-- `workflow`: seed 002's JSON document, a `compute` loop counting `n` down from `size` with a
+- `workflow`: the count-down JSON document (examples/drain.json), a `compute` loop counting `n` down from `size` with a
   custom item per iteration (unit: an iteration).
 
 `layers` and `workflow` need APIs that are being built; until they work the scenario raises

@@ -296,7 +296,7 @@ NOTES = """\
   integration does).
 - S4 imports what each S1 program needs from the framework: `noetic`, `pydantic_ai`, `agents`,
   `langgraph.graph` + `langgraph.prebuilt`. `noetic deps` imports noetic's own dependencies
-  (pydantic, anyio, pluggy) the way DESIGN.md's 0.16 s floor did; pydantic loads its model
+  (pydantic, anyio, pluggy) the way the 0.16 s floor of the original target did; pydantic loads its model
   machinery lazily, so `pydantic floor` also defines one `BaseModel`: the floor of any library
   that defines pydantic models at import time, noetic included.
 """
@@ -318,7 +318,7 @@ def markdown(raw: dict[str, Any], tables: dict[str, Any]) -> str:
         "Reproduce with `make bench` (or `uv run --group bench python bench/run.py`; `--reps N`, "
         "`--only s1 s2 …`). Ratios compare costs: above 1 means that many times heavier.",
         "",
-        "## Targets (DESIGN.md §6)",
+        "## Targets",
         "",
     ]
     target_rows = []

@@ -36,7 +36,7 @@ else
     .venv/bin/python -m pip install --quiet --disable-pip-version-check \
       -e packages/core -e packages/adapters-openrouter -e packages/layers-scratchpad -e packages/fs-fsspec \
       -e packages/durable-dbos \
-      pytest 'anyio[trio]' hypothesis ruff mypy pyyaml types-pyyaml pyte >&2
+      pytest 'anyio[trio]' hypothesis ruff mypy pyyaml types-pyyaml mkdocs mkdocs-material pytest-examples pyte >&2
     touch .venv/.noetic-installed
   fi
   if [ "${1:-}" = uv ]; then

@@ -1,4 +1,4 @@
-"""The model-adapter conformance suite (TU-2, TU-8, DESIGN §4) against the OpenRouter adapter.
+"""The model-adapter conformance suite (TU-2, TU-8) against the OpenRouter adapter.
 
 The subject is the real adapter over `httpx.MockTransport`: each scenario round becomes an
 OpenRouter-shaped event stream (Responses or Chat Completions), `/models` and `/generation`

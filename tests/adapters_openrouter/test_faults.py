@@ -1,4 +1,4 @@
-"""Faults on a real socket: a loopback HTTP server started inside each test (reliability §4, §5).
+"""Faults on a real socket: a loopback HTTP server started inside each test.
 
 Covered: a stream cut mid-event (clean EOF and broken chunked framing) is a failure that holds
 the call's ceiling and reconciles it; a 429 is retried and then succeeds; a 503 arriving after

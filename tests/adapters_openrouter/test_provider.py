@@ -1,4 +1,4 @@
-"""The provider, the registry entry and the lifecycle (DESIGN §3, §4; reliability §3.2).
+"""The provider, the registry entry and the lifecycle.
 
 `model="openrouter:<id>"` resolves through the plugin registry (and a bare id when this is the
 only installed adapter); a missing key is `MISSING_API_KEY` at first use, never at import or

@@ -3,7 +3,7 @@
 Re-sent: 408, 429, 502, 503, a 402 with `Retry-After`, connection failures. Not re-sent: 400,
 401, 403, a plain 402, or anything once the stream began. `Retry-After` (seconds or HTTP date)
 is honoured up to `max_retry_after`; otherwise the wait is capped exponential backoff with
-full jitter. Error codes follow the adapter's taxonomy (semantics §2.9).
+full jitter. Error codes follow the adapter's taxonomy (`noetic.errors`).
 """
 
 from __future__ import annotations

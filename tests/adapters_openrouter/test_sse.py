@@ -1,4 +1,4 @@
-"""The SSE reader against the WHATWG event-stream grammar (reliability §3.5, check 19/20).
+"""The SSE reader against the WHATWG event-stream grammar.
 
 Property tests re-encode generated event streams with every line ending (LF, CR, CRLF),
 an optional BOM, interleaved keep-alive comments, U+2028/U+0085 inside data, and arbitrary

@@ -1,4 +1,4 @@
-"""The error model (semantics §2.9)."""
+"""The error model: runtime kinds and configuration codes."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_step_failed_keeps_the_cause() -> None:
 
 
 def test_every_code_the_packages_raise_is_in_the_documented_lists() -> None:
-    """semantics §2.9: RUNTIME_CODES and CONFIG_CODES name every code raised by a literal."""
+    """RUNTIME_CODES and CONFIG_CODES name every code raised by a literal."""
     import re
     from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""The model-adapter conformance suite (TU-2, TU-8, DESIGN §4) run against `ScriptedModel`."""
+"""The model-adapter conformance suite (TU-2, TU-8) run against `ScriptedModel`."""
 
 from __future__ import annotations
 

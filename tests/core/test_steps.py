@@ -1,4 +1,4 @@
-"""Step primitives: run_code bodies, call_model's tool loop, tools, conditional (IL-6, seed 001)."""
+"""Step primitives: run_code bodies, call_model's tool loop, tools, conditional (IL-6)."""
 
 from __future__ import annotations
 

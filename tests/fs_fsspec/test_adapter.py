@@ -1,4 +1,4 @@
-"""`FsspecFs` construction, registry resolution and local durability (issue 8, DESIGN.md §4,
+"""`FsspecFs` construction, registry resolution and local durability (issue 8,
 reliability.md §2 "Atomic writes are our job" and §3.1)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """How `FsspecFs` runs fsspec async backends: awaited natively where the loop is asyncio, through
-worker threads everywhere else, so the package works on trio too (issue 8, DESIGN.md §4)."""
+worker threads everywhere else, so the package works on trio too (issue 8)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`FsspecFs` passes the filesystem conformance suite on its local and memory backends
-(DESIGN.md §4 "Filesystem adapter"), on asyncio and trio."""
+(`noetic.testing.fs_conformance`), on asyncio and trio."""
 
 from __future__ import annotations
 

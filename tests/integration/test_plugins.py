@@ -1,4 +1,4 @@
-"""Plugin discovery through entry points, isolation of broken plugins, registries (DESIGN §3)."""
+"""Plugin discovery through entry points, isolation of broken plugins, registries."""
 
 from __future__ import annotations
 

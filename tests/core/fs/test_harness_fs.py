@@ -15,7 +15,7 @@ from noetic.plugins import make_plugin_manager
 
 @pytest.mark.anyio
 async def test_ctx_fs_writes_are_readable_through_the_harness() -> None:
-    """CTX-6 (acceptance check 8): a file written via ctx.fs in a step is readable via h.fs,
+    """CTX-6: a file written via ctx.fs in a step is readable via h.fs,
     because ctx.fs is the harness's adapter."""
     seen: list[FsAdapter] = []
 

@@ -1,4 +1,4 @@
-"""`MemoryFs` passes the filesystem conformance suite (DESIGN.md §4), on asyncio and trio."""
+"""`MemoryFs` passes the filesystem conformance suite, on asyncio and trio."""
 
 from __future__ import annotations
 

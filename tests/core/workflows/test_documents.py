@@ -1,5 +1,4 @@
-"""Loading documents: the model, every problem with its JSON path, and the static limits
-(semantics §2.8, reliability §3.4)."""
+"""Loading documents: the model, every problem with its JSON path, and the static limits."""
 
 from __future__ import annotations
 
@@ -157,7 +156,7 @@ def test_bad_json_text_and_unreadable_paths_are_problems_not_crashes(tmp_path: P
     assert problems_of(b"[1, 2]") == [("$", "WORKFLOW_VALIDATION_FAILED")]
 
 
-# --- limits (reliability §3.4, acceptance 17) ---------------------------------------------------
+# --- limits ---------------------------------------------------------------------------------------
 
 
 def test_depth_5_is_allowed_and_depth_6_fails_naming_the_deepest_node() -> None:

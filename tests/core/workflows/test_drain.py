@@ -1,4 +1,4 @@
-"""The seed's `drain` document end to end (acceptance check 48; CI-9, CI-10, semantics §2.8)."""
+"""The seed's `drain` document end to end (CI-9, CI-10)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.anyio
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "drain.json"
 
-#: The seed document, verbatim ("In a JSON Workflow", seed 002).
+#: The count-down document of examples/drain.json, verbatim.
 DRAIN: dict[str, Any] = {
     "version": 1,
     "customItems": {

@@ -1,4 +1,4 @@
-"""JSONata expressions: semantics, bounds, and the hostile corpus (reliability §3.3; acceptance 16).
+"""JSONata expressions: semantics, bounds, and the hostile corpus.
 
 Every hostile expression must end with a clear error instead of running on; the evaluator
 bounds time at `timeout_ms`, so none of these can take long, but the tests assert only codes.

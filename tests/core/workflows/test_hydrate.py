@@ -1,4 +1,4 @@
-"""Hydrated node semantics and binding errors (semantics §2.8; acceptance checks 51-53)."""
+"""Hydrated node semantics and binding errors."""
 
 from __future__ import annotations
 

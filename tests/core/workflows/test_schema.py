@@ -1,4 +1,4 @@
-"""The published JSON Schema: generated from the models, committed, current (semantics §2.8)."""
+"""The published JSON Schema: generated from the models, committed, current."""
 
 from __future__ import annotations
 

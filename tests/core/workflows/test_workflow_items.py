@@ -1,5 +1,5 @@
 """Custom items in documents: name resolution, code-side declarations, validation
-(CI-9, CI-11, CI-12; acceptance checks 49 and 50)."""
+(CI-9, CI-11, CI-12)."""
 
 from __future__ import annotations
 

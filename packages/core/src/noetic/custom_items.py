@@ -1,4 +1,4 @@
-"""Custom items: declared progress and result shapes that stream while a step works (seed 002).
+"""Custom items: declared progress and result shapes that stream while a step works (CI-1..CI-15).
 
 `custom_item(type, event=..., output=...)` declares a shape. A step emits it through
 `emit_items`:

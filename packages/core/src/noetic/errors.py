@@ -21,7 +21,7 @@ __all__ = [
     "is_noetic_error",
 ]
 
-#: Runtime error codes (semantics.md §2.9), raised as `NoeticError`.
+#: Runtime error codes, raised as `NoeticError`.
 RUNTIME_CODES = frozenset(
     {
         "step_failed",

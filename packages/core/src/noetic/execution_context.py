@@ -1,4 +1,4 @@
-"""The execution Context threaded through every step (seed 000, rules CTX-1..CTX-16).
+"""The execution Context threaded through every step (rules CTX-1..CTX-16).
 
 A Context carries identity (`id`, `parent`, `depth`), counters (`step_count`, `tokens`,
 `elapsed`, `cost`, `billed_cost`, `held_cost`), the `item_log`, user `state`, layer handles

@@ -46,7 +46,7 @@ __all__ = [
 ItemStatus: TypeAlias = Literal["in_progress", "completed", "incomplete", "failed"]
 Role: TypeAlias = Literal["user", "assistant", "system", "developer"]
 
-#: The item types of seed 000 that are not extensions.
+#: The standard item types, which are not extensions (IL-2).
 STANDARD_ITEM_TYPES = frozenset({"message", "function_call", "function_call_output", "reasoning"})
 
 

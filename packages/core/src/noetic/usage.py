@@ -1,4 +1,4 @@
-"""Token usage, step metadata and the per-layer usage breakdown (seed 000, rules TU-1..TU-3, LU).
+"""Token usage, step metadata and the per-layer usage breakdown (rules TU-1..TU-3, LU-1..LU-4).
 
 The cache figures (`cached_tokens`, `cache_write_tokens`) are `None` when the provider said
 nothing and `0` only when it said zero; nothing here ever coerces one into the other.

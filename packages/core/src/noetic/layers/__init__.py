@@ -1,4 +1,4 @@
-"""Context layers: plugins that decide what the model sees on every call (semantics §2.6).
+"""Context layers: plugins that decide what the model sees on every call (docs/layers.md).
 
 - `contract` — the layer contract (`ContextLayer`, `Slot`, hook results, `provides`).
 - `layer_set` — `context([...])` / `LayerSet`: validated layer sets, names resolved lazily.

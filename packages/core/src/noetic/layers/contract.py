@@ -1,4 +1,4 @@
-"""The context-layer contract (DESIGN.md §4 "Context layer", semantics §2.6).
+"""The context-layer contract (guide: docs/layers.md).
 
 A context layer is any object with an `id`, a `slot`, a `scope`, a `budget` and a `placement`,
 plus whichever async hooks it needs; a hook the layer does not define is never called. The

@@ -1,4 +1,4 @@
-"""The `LastLayerUsage` snapshot of a model call with layers (LU-1..LU-4, seed 000).
+"""The `LastLayerUsage` snapshot of a model call with layers (LU-1..LU-4).
 
 The runtime estimates the system, tools and history buckets for every call; this module adds
 what the layers contributed — one `LayerUsageEntry` per layer, sorted by id, with the items

@@ -20,7 +20,7 @@ behaves as scripted (a fake transport, a local server, a scripted model …) plu
 - `sent_call_ids(round_index)` — the `call_id`s of the `function_call` and
   `function_call_output` items the model received in that round.
 
-What is checked (rules TU-2, TU-8 and the adapter contract in DESIGN §4): a round yields
+What is checked (rules TU-2, TU-8 and the adapter contract in `noetic.model`): a round yields
 deltas then exactly one final `ModelResponse`; text deltas concatenate to the final assistant
 text; usage keeps `None` (not reported) apart from `0` (reported zero); cost is passed on;
 tool calls come back under the declared tool name and round-trip with their `call_id`; an

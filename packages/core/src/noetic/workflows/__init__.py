@@ -1,4 +1,4 @@
-"""JSON workflow documents: step trees as data, with JSONata expressions (semantics §2.8).
+"""JSON workflow documents: step trees as data, with JSONata expressions (docs/workflows.md).
 
 `nt.workflow(id, document, ...)` (here `workflow`) hydrates a document into a step. The
 document model is in `noetic.workflows.document`, loading in `.load`, limits in `.limits`,

@@ -20,7 +20,7 @@ raises `NoeticError("EXPRESSION_FAILED")`. Each evaluation starts from the expre
 environment, so nothing one evaluation binds is seen by the next.
 
 Inputs are native JSON values; a string that parses as JSON is read as the parsed value
-(semantics §2.8), so a model's JSON answer can be addressed by field.
+so a model's JSON answer can be addressed by field.
 """
 
 from __future__ import annotations

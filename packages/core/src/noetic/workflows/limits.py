@@ -1,4 +1,4 @@
-"""Resource limits of workflow documents and their expressions (reliability §3.3, §3.4).
+"""Resource limits of workflow documents and their expressions.
 
 Documents may come from planners or users, so everything about them is bounded:
 
