@@ -1,6 +1,6 @@
 """Retry policy: which failures are re-sent, how long to wait, and never after output started.
 
-Re-sent: 408, 429, 502, 503, a 402 with `Retry-After`, connection failures. Not re-sent: 400,
+Re-sent: 408, 429, 500, 502, 503, 504, 529, a 402 with `Retry-After`, connection failures. Not re-sent: 400,
 401, 403, a plain 402, or anything once the stream began. `Retry-After` (seconds or HTTP date)
 is honoured up to `max_retry_after`; otherwise the wait is capped exponential backoff with
 full jitter. Error codes follow the adapter's taxonomy (`noetic.errors`).
@@ -91,7 +91,17 @@ def error_body(status: int, message: str, **metadata: Any) -> dict[str, Any]:
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("status", "headers"),
-    [(408, {}), (429, {}), (502, {}), (503, {}), (402, {"Retry-After": "1"}), (429, {"Retry-After": "2"})],
+    [
+        (408, {}),
+        (429, {}),
+        (500, {}),
+        (502, {}),
+        (503, {}),
+        (504, {}),
+        (529, {}),
+        (402, {"Retry-After": "1"}),
+        (429, {"Retry-After": "2"}),
+    ],
 )
 async def test_transient_rejections_are_retried(wire: Any, status: int, headers: dict[str, str]) -> None:
     handler, seen = scripted(

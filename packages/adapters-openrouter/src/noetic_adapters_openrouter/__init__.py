@@ -17,14 +17,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from noetic_adapters_openrouter.adapter import OpenRouterModel
     from noetic_adapters_openrouter.billing import BillingPolicy
+    from noetic_adapters_openrouter.deadlines import Deadlines
     from noetic_adapters_openrouter.provider import OpenRouterProvider
     from noetic_adapters_openrouter.retry import RetryPolicy
     from noetic_adapters_openrouter.sse import SseLimits
 
-__all__ = ["BillingPolicy", "OpenRouterModel", "OpenRouterProvider", "RetryPolicy", "SseLimits"]
+__all__ = ["BillingPolicy", "Deadlines", "OpenRouterModel", "OpenRouterProvider", "RetryPolicy", "SseLimits"]
 
 _WHERE = {
     "BillingPolicy": "billing",
+    "Deadlines": "deadlines",
     "OpenRouterModel": "adapter",
     "OpenRouterProvider": "provider",
     "RetryPolicy": "retry",

@@ -6,6 +6,11 @@ the endpoint's accumulator, and its deltas are yielded as they arrive; a JSON bo
 whole. The round ends with exactly one `ModelResponse` carrying items, usage, `cost`,
 `billed_cost` (see `usage` for the rule) and the generation id.
 
+Every call runs within the provider's `deadlines` (see `deadlines`): an idle timeout between
+events and a total deadline. A payload of an impossible shape (`reasoning_details: 5`) is a
+`model_stream_error` naming the field, never a raw `TypeError`; everything taken from the wire
+into an id or an error detail is scrubbed of the key (`errors.wire_text`).
+
 Whatever ends the round — the final response, an error, the caller's abort (the runtime
 cancels the consuming scope; `cancel.aborted` is also checked between events for callers
 without one) — the `finally` block closes the HTTP response under a shield, so the connection
@@ -17,6 +22,7 @@ its usage is charged in-band.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from functools import partial
@@ -27,10 +33,12 @@ import httpx
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.model import AbortSignal, ModelEvent, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.usage import RoundUsage
+from pydantic import SecretStr
 
 from noetic_adapters_openrouter.billing import ceiling, prompt_estimate
 from noetic_adapters_openrouter.chat import ChatEndpoint
 from noetic_adapters_openrouter.credentials import log, redact
+from noetic_adapters_openrouter.deadlines import CallClock, OutOfTime
 from noetic_adapters_openrouter.endpoint import (
     Endpoint,
     IncompleteStream,
@@ -43,6 +51,7 @@ from noetic_adapters_openrouter.errors import (
     error_from_status,
     stream_error,
     transport_error,
+    wire_text,
 )
 from noetic_adapters_openrouter.params import CallParams, split_params
 from noetic_adapters_openrouter.responses import ResponsesEndpoint
@@ -50,6 +59,7 @@ from noetic_adapters_openrouter.retry import is_retryable_status, is_retryable_t
 from noetic_adapters_openrouter.sse import SseError, json_events
 from noetic_adapters_openrouter.tool_names import ToolNames
 from noetic_adapters_openrouter.usage import ProviderUsage
+from noetic_adapters_openrouter.wire import MalformedPayload
 
 if TYPE_CHECKING:
     from noetic_adapters_openrouter.provider import OpenRouterProvider
@@ -72,6 +82,9 @@ class _Call:
 
 class OpenRouterModel:
     """A model on OpenRouter (see the module docstring). Build it with `OpenRouterProvider.model`."""
+
+    #: The GenAI provider name traces carry (`gen_ai.provider.name`).
+    provider_name = "openrouter"
 
     #: `request.output_schema` is sent as a strict JSON Schema response format, so a `decide`
     #: step reads its answers as native structured output.
@@ -112,17 +125,19 @@ class OpenRouterModel:
         """Stream one round: deltas, then exactly one `ModelResponse`."""
         if cancel.aborted:
             raise cancelled(cancel.abort_reason)
+        clock = self.provider.deadlines.start()
         params = split_params({**self._params, **request.params})
         names = ToolNames(t.name for t in request.tools)
         body = self._endpoint.body(request, names, params, stream=self._stream)
-        response = await self._open(body, cancel)
-        call = _Call(response.headers.get("x-generation-id"))
+        response = await self._open(body, cancel, clock)
+        secret = self.provider.secret
+        call = _Call(wire_text(response.headers.get("x-generation-id"), secret))
         try:
             try:
                 if "text/event-stream" in response.headers.get("content-type", ""):
                     round_stream = self._endpoint.round_stream(names)
                     events = json_events(response.aiter_bytes(), limits=self.provider.sse_limits)
-                    async with aclosing(_deltas(events, round_stream, call)) as batches:
+                    async with aclosing(_deltas(events, round_stream, call, clock, secret)) as batches:
                         async for deltas in batches:
                             for delta in deltas:
                                 yield delta
@@ -130,28 +145,37 @@ class OpenRouterModel:
                                 raise cancelled(cancel.abort_reason)
                     result = round_stream.finish()
                 else:
-                    result = self._endpoint.parse(await self._json(response), names)
+                    with anyio.move_on_after(clock.remaining()) as waited:
+                        payload = await self._json(response)
+                    if waited.cancelled_caught:
+                        raise clock.expired()
+                    result = self._endpoint.parse(payload, names)
             except ProviderFailure as failure:
                 call.settled = self._charge(request, failure.usage)
                 raise error_from_payload(
                     failure.payload,
                     model_id=self.model_id,
-                    secret=self.provider.secret,
+                    secret=secret,
                     generation_id=call.generation_id,
                     usage=failure.usage,
                 ) from None
-            except (SseError, IncompleteStream) as exc:
+            except (SseError, IncompleteStream, OutOfTime) as exc:
                 raise stream_error(
-                    redact(str(exc), self.provider.secret),
+                    redact(str(exc), secret),
                     model_id=self.model_id,
                     generation_id=call.generation_id,
+                    timeout=isinstance(exc, OutOfTime),
+                ) from None
+            except _UNREADABLE as exc:
+                raise stream_error(
+                    _unreadable(exc, secret), model_id=self.model_id, generation_id=call.generation_id
                 ) from None
             except httpx.HTTPError as exc:
                 raise transport_error(
                     exc, model_id=self.model_id, started=True, generation_id=call.generation_id
                 ) from None
-            call.generation_id = call.generation_id or result.generation_id
-            call.settled = result.usage is not None
+            call.generation_id = call.generation_id or wire_text(result.generation_id, secret)
+            call.settled = self._settles(result.usage)
             yield self._response(request, result, call.generation_id)
         finally:
             with anyio.CancelScope(shield=True):
@@ -169,8 +193,21 @@ class OpenRouterModel:
 
     # --- sending ----------------------------------------------------------------------------
 
-    async def _open(self, body: dict[str, Any], cancel: AbortSignal) -> httpx.Response:
-        """POST `body` and return the successful streaming response, retrying before output."""
+    async def _open(self, body: dict[str, Any], cancel: AbortSignal, clock: CallClock) -> httpx.Response:
+        """POST `body` and return the successful streaming response, retrying before output,
+        all within the call's total deadline."""
+        with anyio.move_on_after(clock.remaining()):
+            return await self._send(body, cancel)
+        raise NoeticError(
+            "model_error",
+            f"no answer from OpenRouter for model {self.model_id!r}: {clock.expired()}. "
+            "Raise OpenRouterProvider(deadlines=Deadlines(total=...)) or retry later.",
+            retryable=True,
+            in_stream=False,
+            model_id=self.model_id,
+        )
+
+    async def _send(self, body: dict[str, Any], cancel: AbortSignal) -> httpx.Response:
         provider = self.provider
         auth = provider.auth()
         client = provider.client()
@@ -232,6 +269,8 @@ class OpenRouterModel:
             payload = json.loads(raw)
         except ValueError:
             raise SseError("the response body is not JSON") from None
+        except RecursionError:  # the decoder recurses per nesting level
+            raise SseError("the response body is nested too deeply to decode") from None
         if not isinstance(payload, Mapping):
             raise SseError("the response body is not a JSON object")
         return payload
@@ -253,10 +292,22 @@ class OpenRouterModel:
             generation_id=generation_id,
         )
 
-    def _charge(self, request: ModelRequest, usage: ProviderUsage | None) -> bool:
-        """Charge a failed call's in-band usage; True when its bill is settled that way."""
+    def _settles(self, usage: ProviderUsage | None) -> bool:
+        """True when `usage` settles the call's bill (it came, and its cost is readable)."""
         if usage is None:
             return False
+        if usage.cost_unreadable:
+            log.warning(
+                "model %s reported an unreadable cost; the call is held until reconciled", self.model_id
+            )
+            return False
+        return True
+
+    def _charge(self, request: ModelRequest, usage: ProviderUsage | None) -> bool:
+        """Charge a failed call's in-band usage; True when its bill is settled that way."""
+        if not self._settles(usage):
+            return False
+        assert usage is not None
         if usage.cost is not None and request.billing is not None:
             request.billing.hold(0.0).settle(usage.cost, usage.billed_cost or 0.0)
         return True
@@ -274,12 +325,12 @@ class OpenRouterModel:
         pricing = await self.provider.pricing(self.model_id)
         if pricing is not None and pricing.is_free:
             return
-        amount = 0.0
         if pricing is not None:
             amount = ceiling(pricing, prompt_estimate(request), params.max_output_tokens, params.extra_tools)
-        else:
+        else:  # no price list: the ceiling is unknown, and an unknown ceiling bounds nothing
+            amount = math.inf
             log.warning(
-                "model %s: no price list; the cut-off call is held at 0 until reconciled", self.model_id
+                "model %s: no price list; the call is held without bound until reconciled", self.model_id
             )
         hold = billing.hold(amount)
         if generation_id is None:
@@ -299,18 +350,43 @@ class OpenRouterModel:
 
 
 async def _deltas(
-    events: AsyncGenerator[dict[str, Any], None], round_stream: RoundStream, call: _Call
+    events: AsyncGenerator[dict[str, Any], None],
+    round_stream: RoundStream,
+    call: _Call,
+    clock: CallClock,
+    secret: SecretStr | None,
 ) -> AsyncGenerator[list[TextDelta | ReasoningDelta], None]:
-    """Each event's deltas, fed through the round's accumulator.
+    """Each event's deltas, fed through the round's accumulator, each event awaited within the
+    idle timeout and the total deadline (the cancel scope never spans a `yield`).
 
     Raw provider payloads live only in this frame, so they never appear among the locals of a
     traceback of the errors `stream` raises.
     """
     async with aclosing(events):
-        async for event in events:
+        while True:
+            try:
+                with anyio.move_on_after(clock.next_event()) as waited:
+                    event = await events.__anext__()
+            except StopAsyncIteration:
+                return
+            if waited.cancelled_caught:
+                raise clock.expired()
             deltas = round_stream.feed(event)
-            call.generation_id = call.generation_id or round_stream.generation_id
+            if call.generation_id is None and round_stream.generation_id is not None:
+                call.generation_id = wire_text(round_stream.generation_id, secret)
             yield deltas
+
+
+#: What reading a payload of an impossible shape raises; the round fails as a stream error.
+_UNREADABLE = (MalformedPayload, TypeError, ValueError, KeyError, IndexError, AttributeError)
+
+
+def _unreadable(exc: Exception, secret: SecretStr | None) -> str:
+    """The stream-error text for a payload that could not be read (it names the field)."""
+    if isinstance(exc, MalformedPayload):
+        return f"an event could not be read: {exc}"
+    detail = redact(str(exc), secret)[:200]
+    return f"an event could not be read ({type(exc).__name__}: {detail})"
 
 
 async def _read_capped(response: httpx.Response, limit: int) -> bytes:

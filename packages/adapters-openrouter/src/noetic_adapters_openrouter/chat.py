@@ -42,7 +42,7 @@ from noetic_adapters_openrouter.params import CallParams
 from noetic_adapters_openrouter.responses import part_extras
 from noetic_adapters_openrouter.tool_names import ToolNames
 from noetic_adapters_openrouter.usage import ProviderUsage, parse_usage
-from noetic_adapters_openrouter.wire import count, mapping, string
+from noetic_adapters_openrouter.wire import MalformedPayload, array, count, mapping, string
 
 __all__ = ["ChatEndpoint", "ChatStream", "chat_messages"]
 
@@ -108,9 +108,15 @@ class ChatEndpoint:
         finish = choice.get("finish_reason")
         if finish == "error":
             raise ProviderFailure(_failure(payload, "the model stopped with finish_reason 'error'"), usage)
-        calls = {i: c for i, c in enumerate(message.get("tool_calls") or []) if isinstance(c, Mapping)}
+        calls = {
+            i: c
+            for i, c in enumerate(array(message.get("tool_calls"), "tool_calls"))
+            if isinstance(c, Mapping)
+        }
         details = {
-            i: d for i, d in enumerate(message.get("reasoning_details") or []) if isinstance(d, Mapping)
+            i: d
+            for i, d in enumerate(array(message.get("reasoning_details"), "reasoning_details"))
+            if isinstance(d, Mapping)
         }
         items = _items(
             message_id=new_item_id("msg"),
@@ -118,7 +124,9 @@ class ChatEndpoint:
             refusal=string(message.get("refusal")),
             reasoning=string(message.get("reasoning")),
             details=details,
-            annotations=[a for a in message.get("annotations") or [] if isinstance(a, Mapping)],
+            annotations=[
+                a for a in array(message.get("annotations"), "annotations") if isinstance(a, Mapping)
+            ],
             calls=calls,
             finish_reason=finish if isinstance(finish, str) else None,
             names=names,
@@ -189,7 +197,7 @@ class ChatStream:
         out: list[TextDelta | ReasoningDelta] = []
         reasoning = string(delta.get("reasoning"))
         detail_text = ""
-        for detail in delta.get("reasoning_details") or []:
+        for detail in array(delta.get("reasoning_details"), "reasoning_details"):
             if isinstance(detail, Mapping):
                 detail_text += string(detail.get("text")) or string(detail.get("summary"))
                 _merge_detail(self._details, detail)
@@ -204,8 +212,10 @@ class ChatStream:
         refusal = string(delta.get("refusal"))
         if refusal:
             self._refusal.append(refusal)
-        self._annotations.extend(a for a in delta.get("annotations") or [] if isinstance(a, Mapping))
-        for position, call in enumerate(delta.get("tool_calls") or []):
+        self._annotations.extend(
+            a for a in array(delta.get("annotations"), "annotations") if isinstance(a, Mapping)
+        )
+        for position, call in enumerate(array(delta.get("tool_calls"), "tool_calls")):
             if isinstance(call, Mapping):
                 _merge_call(self._calls, call, position)
         return out
@@ -324,6 +334,8 @@ def _items(
     for index in sorted(calls):
         call = calls[index]
         function = mapping(call.get("function"))
+        if not string(function.get("name")):
+            raise MalformedPayload(f"the tool call at 'tool_calls' index {index} has no function name")
         items.append(
             FunctionCallItem(
                 call_id=string(call.get("id")) or new_item_id("call"),

@@ -9,12 +9,14 @@ Codes:
 - `model_stream_error` — the stream broke: cut mid-event, ended without its final event,
   malformed or oversized data, a dropped connection or an idle timeout;
 - `model_error` — everything else the provider rejected or reported (400, 401, plain 402,
-  403, 404, 408, 5xx, in-band errors).
+  403, 404, 408, 5xx, 529, in-band errors).
 
-Every error keeps the provider's message (scrubbed of anything key-shaped) and structured
-details: `status`, `provider_code`, `error_type`, `provider_name`, `provider_message`,
-`retry_after`, `retryable`, `generation_id`, `in_stream`, and `usage`/`cost` when the error
-arrived together with usage. The message ends with what to change. No error ever chains the
+Every error keeps the provider's message and structured details: `status`, `provider_code`,
+`error_type`, `provider_name`, `provider_message`, `limit_source`, `retry_after`, `retryable`,
+`generation_id`, `in_stream`, and `usage`/`cost` when the error arrived together with usage.
+Every detail that came from the wire passes through `wire_text`: the key and anything
+key-shaped are masked, non-text values become their JSON text, and each is capped in length —
+so a proxy echoing the key puts it nowhere. The message ends with what to change. No error ever chains the
 underlying httpx exception (its frames hold request headers); `transport` names its type.
 """
 
@@ -29,12 +31,14 @@ from noetic.errors import NoeticError
 from pydantic import SecretStr
 
 from noetic_adapters_openrouter.credentials import API_KEY_ENV, redact
+from noetic_adapters_openrouter.retry import RETRYABLE_STATUSES
 from noetic_adapters_openrouter.usage import ProviderUsage
 from noetic_adapters_openrouter.wire import mapping
 
-__all__ = ["error_from_payload", "error_from_status", "stream_error", "transport_error"]
+__all__ = ["error_from_payload", "error_from_status", "stream_error", "transport_error", "wire_text"]
 
 _MAX_TEXT = 500
+_MAX_FIELD = 200
 
 _GUIDANCE = {
     400: "Check the request: the model id, the params and the item shapes.",
@@ -45,8 +49,11 @@ _GUIDANCE = {
     408: "The provider timed out; retry later.",
     413: "Shorten the prompt or the attachments.",
     429: "The model or key is rate limited; retry later, or choose another model or provider.",
+    500: "The provider failed internally; retry later.",
     502: "The model's provider is down or answered invalidly; retry, or route to another provider.",
     503: "No provider meets the routing requirements; relax the provider= options or retry later.",
+    504: "The provider timed out; retry later.",
+    529: "The model's provider is overloaded; retry later, or route to another provider.",
 }
 _REFUSAL_CODES = frozenset({"content_filter", "image_content_policy_violation", "moderation"})
 _RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded", "rate_limit", "429"})
@@ -83,9 +90,14 @@ def error_from_payload(
 ) -> NoeticError:
     """The error described by an OpenRouter error object (a body, an event, a failed response)."""
     info = mapping(payload.get("error")) or payload
-    provider_code = info.get("code")
+    raw_code = info.get("code")
+    provider_code: int | str | None = (
+        raw_code
+        if isinstance(raw_code, int) and not isinstance(raw_code, bool)
+        else wire_text(raw_code, secret)
+    )
     metadata = mapping(info.get("metadata"))
-    error_type = payload.get("error_type") or info.get("type")
+    error_type = wire_text(payload.get("error_type") or info.get("type"), secret)
     if error_type == "error":  # the bare `error` event's own type, not a category
         error_type = None
     message = redact(str(info.get("message") or "the provider reported an error"), secret)[:_MAX_TEXT]
@@ -103,12 +115,12 @@ def error_from_payload(
         "status": status,
         "provider_code": provider_code,
         "error_type": error_type,
-        "provider_name": metadata.get("provider_name"),
+        "provider_name": wire_text(metadata.get("provider_name"), secret),
         "provider_message": message,
-        "limit_source": metadata.get("limit_source"),
+        "limit_source": wire_text(metadata.get("limit_source"), secret),
         "retry_after": retry_after,
-        "retryable": code == "model_rate_limit" or effective in (408, 502, 503),
-        "generation_id": generation_id,
+        "retryable": code == "model_rate_limit" or effective in RETRYABLE_STATUSES,
+        "generation_id": wire_text(generation_id, secret),
         "in_stream": in_stream,
         "model_id": model_id,
     }
@@ -117,6 +129,15 @@ def error_from_payload(
         details["cost"] = usage.cost
     text = f"OpenRouter answered {where} for model {model_id!r}: {message.rstrip('. ')}."
     return NoeticError(code, f"{text} {guidance}".strip(), **details)
+
+
+def wire_text(value: Any, secret: SecretStr | None) -> str | None:
+    """A value from the provider made safe to keep in an error: None stays None, anything else
+    becomes text (JSON for non-strings) with the key and key-shaped strings masked, capped."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return redact(text, secret)[:_MAX_FIELD]  # masked before the cut: no key is ever half-kept
 
 
 def stream_error(
@@ -186,6 +207,6 @@ def _code(
 def _json(body: bytes) -> Mapping[str, Any] | None:
     try:
         value = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to decode
         return None
     return value if isinstance(value, Mapping) else None

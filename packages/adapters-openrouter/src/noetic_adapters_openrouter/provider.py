@@ -1,8 +1,8 @@
 """`OpenRouterProvider`: the account-level object — key, base URL, HTTP client, policies.
 
 One provider owns one `httpx.AsyncClient` (created on first use, with bounded connection
-pools and timeouts whose `read` part is the stream's idle timeout, since keep-alive comments
-count as activity) and hands out model adapters with `.model(id, api="responses" | "chat")`.
+pools and timeouts whose `read` part bounds silence on the socket; `deadlines` adds an idle
+timeout between events, which keep-alive comments do not reset, and a total deadline per call) and hands out model adapters with `.model(id, api="responses" | "chat")`.
 Pass `http_client=` to use your own client; the provider then never closes it. The key is
 read from `api_key=` or `OPENROUTER_API_KEY` at first use and only ever sent as a Bearer
 header; attribution headers (`HTTP-Referer`, `X-Title`) go with every request.
@@ -29,6 +29,7 @@ from pydantic import SecretStr
 from noetic_adapters_openrouter.adapter import OpenRouterModel
 from noetic_adapters_openrouter.billing import BillingPolicy, ModelPricing, PricingCatalog, reconcile
 from noetic_adapters_openrouter.credentials import BearerAuth, read_api_key
+from noetic_adapters_openrouter.deadlines import Deadlines
 from noetic_adapters_openrouter.retry import RetryPolicy
 from noetic_adapters_openrouter.sse import SseLimits
 
@@ -37,7 +38,7 @@ __all__ = ["BASE_URL_ENV", "DEFAULT_BASE_URL", "OpenRouterProvider", "model_from
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 #: Environment variable overriding the base URL (a gateway or proxy in front of OpenRouter).
 BASE_URL_ENV = "OPENROUTER_BASE_URL"
-#: Seconds: `read` is the longest silence tolerated inside a stream.
+#: Seconds: `read` is the longest silence (not a byte) tolerated on the socket.
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=120.0, write=30.0, pool=30.0)
 DEFAULT_LIMITS = httpx.Limits(max_connections=64, max_keepalive_connections=16, keepalive_expiry=30.0)
 
@@ -52,9 +53,10 @@ def _user_agent() -> str:
 class OpenRouterProvider:
     """An OpenRouter account: see the module docstring.
 
-    `timeout` is an `httpx.Timeout`, or a number of seconds used as the stream idle (read)
-    timeout with the other defaults kept. `retry`, `billing` and `sse_limits` tune retries,
-    held-cost reconciliation and stream size caps.
+    `timeout` is an `httpx.Timeout`, or a number of seconds used as the socket read timeout
+    with the other defaults kept. `deadlines` bounds each call (idle between events, total;
+    see `noetic_adapters_openrouter.deadlines`). `retry`, `billing` and `sse_limits` tune
+    retries, held-cost reconciliation and stream size caps.
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class OpenRouterProvider:
         retry: RetryPolicy | None = None,
         billing: BillingPolicy | None = None,
         sse_limits: SseLimits | None = None,
+        deadlines: Deadlines | None = None,
     ):
         self._explicit_key = SecretStr(api_key) if isinstance(api_key, str) else api_key
         self._key: SecretStr | None = None
@@ -86,6 +89,7 @@ class OpenRouterProvider:
         self.retry = retry or RetryPolicy()
         self.billing = billing or BillingPolicy()
         self.sse_limits = sse_limits or SseLimits()
+        self.deadlines = deadlines or Deadlines()
         headers = {"User-Agent": _user_agent()}
         if app_url:
             headers["HTTP-Referer"] = app_url
@@ -135,9 +139,13 @@ class OpenRouterProvider:
         return self.base_url + path
 
     async def pricing(self, model_id: str) -> ModelPricing | None:
-        """The model's prices (fetched once per provider; None if unavailable in time)."""
+        """The model's prices (fetched once per provider; None if unavailable in time, or if
+        the price list cannot be decoded)."""
         with anyio.move_on_after(self.billing.pricing_timeout):
-            return await self._catalog.get(self.client(), self.url("/models"), self.auth(), model_id)
+            try:
+                return await self._catalog.get(self.client(), self.url("/models"), self.auth(), model_id)
+            except RecursionError:  # a price list nested beyond the JSON decoder's recursion
+                return None
         return None
 
     async def reconcile(self, generation_id: str, hold: CostHold) -> None:

@@ -51,6 +51,7 @@ from noetic_adapters_openrouter.endpoint import IncompleteStream, ProviderFailur
 from noetic_adapters_openrouter.params import CallParams
 from noetic_adapters_openrouter.tool_names import ToolNames
 from noetic_adapters_openrouter.usage import parse_usage
+from noetic_adapters_openrouter.wire import MalformedPayload
 
 __all__ = ["ResponsesEndpoint", "ResponsesStream", "input_items", "output_items", "part_extras"]
 
@@ -260,6 +261,8 @@ def output_items(output: Sequence[Any], output_text: str, names: ToolNames) -> t
             continue
         item = _item(raw)
         if isinstance(item, FunctionCallItem):
+            if not item.name:
+                raise MalformedPayload("a 'function_call' output item has no name")
             original = names.original(item.name)
             if original != item.name:
                 item = item.model_copy(update={"name": original})

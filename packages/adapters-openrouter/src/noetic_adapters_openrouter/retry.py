@@ -3,7 +3,7 @@
 A request is re-sent only while nothing has streamed back — before a `200` arrived — because
 a retry after output started would bill twice and duplicate what the user already saw.
 Re-sent: connection failures (the request never reached a model), and the statuses 408, 429,
-502, 503, and 402 *with* `Retry-After` (OpenRouter's transient in-flight budget). Never
+500, 502, 503, 504, 529 (an overloaded upstream), and 402 *with* `Retry-After` (OpenRouter's transient in-flight budget). Never
 re-sent: 400, 401, 403, a plain 402 (out of credits), or anything after the stream began.
 
 The wait honours `Retry-After` (seconds or an HTTP date) when the server sent one — unless it
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 #: Statuses re-sent without conditions; 402 needs `Retry-After` (see `is_retryable_status`).
-RETRYABLE_STATUSES = frozenset({408, 429, 502, 503})
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,7 @@ class RetryPolicy:
 
 
 def is_retryable_status(status: int, retry_after_seconds: float | None) -> bool:
-    """True for 408, 429, 502, 503, and 402 when the server said when to retry."""
+    """True for the `RETRYABLE_STATUSES`, and 402 when the server said when to retry."""
     return status in RETRYABLE_STATUSES or (status == 402 and retry_after_seconds is not None)
 
 

@@ -203,6 +203,8 @@ def _parse(data: str) -> dict[str, Any]:
         value = json.loads(data)
     except ValueError:
         raise SseError(f"an event's data is not JSON: {data[:120]!r}") from None
+    except RecursionError:  # the decoder recurses per nesting level
+        raise SseError("an event's data is nested too deeply to decode") from None
     if not isinstance(value, dict):
         raise SseError(f"an event's data is not a JSON object: {data[:120]!r}")
     return value

@@ -16,11 +16,15 @@ Cost rule (per call):
   inference itself was billed to your own provider key; that upstream amount is kept as
   `upstream_cost` for logs and is not counted; a response-cache hit reports `0`;
 - a call rejected before generation (an HTTP error status) pays nothing and reports nothing;
+- a `cost` that is present but unreadable — a string, NaN, ±Infinity, a negative number — is
+  not a bill: `cost` stays `None`, `cost_unreadable` is set, and the adapter holds the call's
+  ceiling and reconciles it as if the usage never came;
 - a call cut off before its usage arrived is held and reconciled (see `billing`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +49,7 @@ class ProviderUsage(BaseModel):
     cost: float | None = None
     is_byok: bool | None = None
     upstream_cost: float | None = None
+    cost_unreadable: bool = False
 
     @property
     def billed_cost(self) -> float | None:
@@ -71,13 +76,18 @@ def parse_usage(raw: Any) -> ProviderUsage | None:
         raw.get("completion_tokens_details")
     )
     cost_details = mapping(raw.get("cost_details"))
+    raw_cost = raw.get("cost")
+    cost = number(raw_cost)
+    if cost is not None and not 0 <= cost < math.inf:  # NaN compares False
+        cost = None
     return ProviderUsage(
         input_tokens=count(raw.get("input_tokens", raw.get("prompt_tokens"))) or 0,
         output_tokens=count(raw.get("output_tokens", raw.get("completion_tokens"))) or 0,
         cached_tokens=count(input_details.get("cached_tokens")),
         cache_write_tokens=count(input_details.get("cache_write_tokens")),
         reasoning_tokens=count(output_details.get("reasoning_tokens")),
-        cost=number(raw.get("cost")),
+        cost=cost,
+        cost_unreadable=raw_cost is not None and cost is None,
         is_byok=raw.get("is_byok") if isinstance(raw.get("is_byok"), bool) else None,
         upstream_cost=number(cost_details.get("upstream_inference_cost")),
     )

@@ -1,7 +1,9 @@
-"""Lenient readers for decoded JSON: a field of the wrong type reads as absent.
+"""Readers for decoded JSON: a scalar field of the wrong type reads as absent.
 
 Provider payloads vary by route and over time, so every module reads them through these
-instead of trusting shapes (booleans never count as numbers).
+instead of trusting shapes (booleans never count as numbers). A list field is the exception:
+`array` raises `MalformedPayload` naming the field when it holds something else, because
+silently dropping tool calls or reasoning would change what the model said.
 """
 
 from __future__ import annotations
@@ -9,9 +11,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["count", "mapping", "number", "string"]
+__all__ = ["MalformedPayload", "array", "count", "mapping", "number", "string"]
 
 _EMPTY: Mapping[str, Any] = {}
+
+
+class MalformedPayload(Exception):
+    """A provider payload has a field of an impossible shape; the message names the field."""
+
+
+def array(value: Any, field: str) -> list[Any]:
+    """`value` when it is a JSON array, `[]` when absent or null; else `MalformedPayload`."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    raise MalformedPayload(f"the field {field!r} is {_json_type(value)}, not a list")
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an object" if isinstance(value, Mapping) else type(value).__name__
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

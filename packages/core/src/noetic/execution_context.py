@@ -15,6 +15,7 @@ and its result is then discarded for `cancelled` (CTX-17).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from decimal import Decimal
@@ -29,13 +30,15 @@ from noetic.items import ItemLog
 from noetic.usage import LastLayerUsage, RoundUsage, StepMeta, TokenUsage
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from noetic.channels import Channel
     from noetic.fs.contract import FsAdapter
     from noetic.harness import AgentHarness
     from noetic.layers.frame import LayerFrame
     from noetic.runtime import Execution
 
-__all__ = ["Context", "Span", "to_decimal"]
+__all__ = ["Context", "to_decimal"]
 
 T = TypeVar("T")
 _ZERO = Decimal(0)
@@ -47,28 +50,6 @@ def to_decimal(value: float | Decimal | None) -> Decimal:
     if value is None:
         return _ZERO
     return value if isinstance(value, Decimal) else Decimal(repr(value))
-
-
-class Span:
-    """A light observability span: attributes and events, kept in memory.
-
-    Export to a tracing backend is a plugin's job; the runtime only records.
-    """
-
-    __slots__ = ("attributes", "events", "name")
-
-    def __init__(self, name: str):
-        self.name = name
-        self.attributes: dict[str, Any] = {}
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def set_attribute(self, key: str, value: Any) -> None:
-        """Set one attribute."""
-        self.attributes[key] = value
-
-    def add_event(self, name: str, attributes: Mapping[str, Any] | None = None) -> None:
-        """Record a named event."""
-        self.events.append((name, dict(attributes or {})))
 
 
 class Abortable:
@@ -138,8 +119,10 @@ class Context:
         "_out",
         "_rolled_up",
         "_scopes",
+        "_span",
         "_started",
         "_step_count",
+        "_unbounded_holds",
         "context",
         "depth",
         "id",
@@ -147,7 +130,6 @@ class Context:
         "last_step_meta",
         "parent",
         "resource_id",
-        "span",
         "state",
         "thread_id",
     )
@@ -160,7 +142,6 @@ class Context:
     context: Mapping[str, Any]
     thread_id: str
     resource_id: str | None
-    span: Span
     last_step_meta: StepMeta | None
 
     def __init__(
@@ -186,7 +167,7 @@ class Context:
         self._layers: LayerFrame | None = None if parent is None else parent._layers
         self.thread_id = thread_id or (parent.thread_id if parent else execution.thread_id)
         self.resource_id = resource_id or (parent.resource_id if parent else execution.resource_id)
-        self.span = Span(self.id)
+        self._span: Span | None = None  # set when tracing (`span`)
         self.last_step_meta = None
         self._layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None
         self._started = time.monotonic()
@@ -197,6 +178,7 @@ class Context:
         self._cost = _ZERO
         self._billed = _ZERO
         self._held = _ZERO
+        self._unbounded_holds = 0  # holds whose ceiling is unknown (noetic.accounting, AC-3)
         self._completed = False
         self._completion_value: Any = None
         self._aborted = False
@@ -239,8 +221,20 @@ class Context:
 
     @property
     def held_cost(self) -> float:
-        """USD held at ceiling for cut-off paid calls without a settled bill (root only)."""
-        return float(self._held)
+        """USD held at ceiling for cut-off paid calls without a settled bill (root only);
+        infinite while a call with an unknown ceiling is held."""
+        return math.inf if self._unbounded_holds else float(self._held)
+
+    @property
+    def span(self) -> Span:
+        """This context's OpenTelemetry span: the turn's for a root, its own for a spawn child
+        or parallel path (see `noetic.tracing`); a non-recording span when not tracing."""
+        span = self._span
+        if span is None:
+            from opentelemetry.trace import INVALID_SPAN
+
+            return INVALID_SPAN
+        return span
 
     @property
     def harness(self) -> AgentHarness:
@@ -377,11 +371,15 @@ class Context:
             node = node.parent
 
     def _roll_up(self) -> None:
-        """TU-7: add this child's tokens and spend to its parent (once, on return)."""
+        """TU-7: add this child's tokens and spend to its parent (once, on return); its span ends."""
         parent = self.parent
         if parent is None or self._rolled_up:
             return
         self._rolled_up = True
+        if self._span is not None:
+            from noetic.tracing import end_context
+
+            end_context(self._span, self)
         parent._children.discard(self)
         parent._in += self._in
         parent._out += self._out

@@ -49,6 +49,9 @@ from noetic.tools import Tool
 from noetic.usage import LastLayerUsage, RoundUsage
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context as OtelContext
+    from opentelemetry.trace import TracerProvider
+
     from noetic.durable.items import Declarations
     from noetic.durable.ledger import StepLedgerRetention
     from noetic.durable.recorder import Durability, Restored
@@ -115,6 +118,7 @@ class _Ticket:
         "response",
         "restored",
         "state",
+        "trace_parent",
         "turn_id",
     )
 
@@ -131,6 +135,8 @@ class _Ticket:
         self.resource_id = resource_id
         self.state = state
         self.restored = restored
+        #: The caller's OpenTelemetry context, when tracing: the turn's span is its child.
+        self.trace_parent: OtelContext | None = None
         self.finished = False
         self.turn_id: str | None = None
         self._waiter: anyio.Event | None = None
@@ -197,6 +203,9 @@ class AgentHarness(Generic[OutT]):
     cost reconciliation (seconds, default 10); jobs still running then are cancelled and the
     costs they would have settled stay held (`held_cost`), counted in
     `unfinished_background_jobs` and logged as a warning.
+    Runs are traced with OpenTelemetry (`noetic.tracing`): to the global tracer provider, or
+    `tracer_provider`; `tracing=False` switches spans off and `trace_content=True` records
+    message content in them.
     """
 
     def __init__(
@@ -219,6 +228,9 @@ class AgentHarness(Generic[OutT]):
         channel_timeout: float = 30.0,
         inspect: str | None = None,
         background_grace: float = DEFAULT_BACKGROUND_GRACE,
+        tracer_provider: TracerProvider | None = None,
+        tracing: bool = True,
+        trace_content: bool = False,
     ):
         if not isinstance(name, str) or not name.strip():
             raise NoeticConfigError(
@@ -274,6 +286,9 @@ class AgentHarness(Generic[OutT]):
         self.background_grace = background_grace
         #: Background jobs cancelled at exit because they outlived `background_grace`.
         self.unfinished_background_jobs = 0
+        from noetic.tracing import Tracing  # OpenTelemetry is imported with the first harness
+
+        self._tracing = Tracing(tracer_provider, enabled=tracing, content=trace_content)
 
     # --- configuration ----------------------------------------------------------------------
 
@@ -557,6 +572,7 @@ class AgentHarness(Generic[OutT]):
             )
         session = self._session(thread_id)
         ticket = _Ticket(input, execution_id, resource_id, state, restored)
+        ticket.trace_parent = self._tracing.caller_context()
         session.queue.append(ticket)
         if start_worker and not session.running:
             session.running = True
@@ -704,6 +720,7 @@ class AgentHarness(Generic[OutT]):
         run.emit("turn_started", {"turn_id": turn_id, "thread_id": session.thread_id, "execution_id": ctx.id})
         first_item = len(session.log) if restored is None else restored.snapshot.first_item
         frame = reset_frame()
+        span_token = run.open_root_span(ctx, first.trace_parent, resumed=restored is not None)
         output: Any = None
         error: NoeticError | None = None
         try:
@@ -719,11 +736,14 @@ class AgentHarness(Generic[OutT]):
             raise
         finally:
             restore_frame(frame)
-            if run.recorder is None and run.layers.root is None:  # nothing in the finish can block
-                await self._finish_turn(run, session, tickets, output, error, first_item, started)
-            else:
-                with anyio.CancelScope(shield=True):
+            try:
+                if run.recorder is None and run.layers.root is None:  # nothing in the finish can block
                     await self._finish_turn(run, session, tickets, output, error, first_item, started)
+                else:
+                    with anyio.CancelScope(shield=True):
+                        await self._finish_turn(run, session, tickets, output, error, first_item, started)
+            finally:
+                run.end_root_span(ctx, span_token, error)
 
     async def _finish_turn(
         self,

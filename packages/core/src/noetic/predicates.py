@@ -40,6 +40,8 @@ class LoopSnapshot:
     history: Sequence[Any] = field(default_factory=tuple)
     depth: int = 0
     last_step_meta: StepMeta | None = None
+    #: USD held at ceiling on the root for cut-off or unreadable paid calls (AC-4).
+    held_cost: float = 0.0
 
 
 Until: TypeAlias = Callable[[LoopSnapshot], "bool | Verdict | Awaitable[bool | Verdict]"]
@@ -70,10 +72,11 @@ class until:
 
     @staticmethod
     def max_cost(usd: float) -> Until:
-        """Stop once the context's accumulated cost reaches `usd`."""
+        """Stop once the context's accumulated cost, plus any ceiling still held for calls
+        without a settled bill, reaches `usd` (AC-4)."""
 
         def check(snap: LoopSnapshot) -> Verdict:
-            done = snap.cost >= usd
+            done = snap.cost + snap.held_cost >= usd
             return Verdict(done, f"Reached max cost (${usd})" if done else None)
 
         return check

@@ -7,9 +7,11 @@ calls through the `Billing` it hands to model adapters.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from noetic.accounting import accept_hold, accept_settlement
 from noetic.execution_context import Context, to_decimal
 from noetic.items import Item, ItemLog
 from noetic.layers.runtime import LayerRuntime
@@ -17,6 +19,8 @@ from noetic.model import ReasoningDelta, TextDelta
 from noetic.streams import StreamEvent, TurnStream
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context as OtelContext
+
     from noetic.channels import ChannelStore
     from noetic.durable.ledger import LedgerWrite, StepLedger
     from noetic.durable.recorder import Recorder
@@ -35,19 +39,26 @@ class _Hold:
 
     def __init__(self, ctx: Context, amount: float):
         self._ctx = ctx
-        self.amount = amount
+        self.amount = accept_hold(amount)
         self._open = True
-        ctx.root._held += to_decimal(amount)
+        self._add(1)
+
+    def _add(self, sign: int) -> None:
+        root = self._ctx.root
+        if self.amount == math.inf:
+            root._unbounded_holds += sign
+        else:
+            root._held += sign * to_decimal(self.amount)
 
     def _close(self) -> bool:
         if not self._open:
             return False
         self._open = False
-        self._ctx.root._held -= to_decimal(self.amount)
+        self._add(-1)
         return True
 
     def settle(self, cost: float, billed_cost: float) -> None:
-        if self._close():
+        if accept_settlement(cost, billed_cost) and self._close():
             self._ctx._charge(to_decimal(cost), to_decimal(billed_cost))
 
     def release(self) -> None:
@@ -84,6 +95,8 @@ class Execution:
         "resource_id",
         "root",
         "thread_id",
+        "trace_content",
+        "tracer",
         "turn_id",
     )
 
@@ -109,6 +122,9 @@ class Execution:
         #: The layer lifecycle of this execution (init, teardown, children, cancel, state
         #: export/import for checkpoints).
         self.layers = LayerRuntime(self)
+        #: The OpenTelemetry tracer of this execution; None when nothing records (`noetic.tracing`).
+        self.tracer = harness._tracing.tracer()
+        self.trace_content = harness._tracing.content
         self._channels: ChannelStore | None = None
 
     @property
@@ -143,11 +159,64 @@ class Execution:
 
     # --- contexts ---------------------------------------------------------------------------
 
-    def child_context(self, parent: Context, *, item_log: ItemLog, state: Any) -> Context:
-        """A child of `parent` (spawn child or parallel path) whose appends are streamed."""
+    def child_context(
+        self, parent: Context, *, item_log: ItemLog, state: Any, label: str = "child"
+    ) -> Context:
+        """A child of `parent` (spawn child or parallel path) whose appends are streamed; when
+        tracing, its span `context {label}` opens under the current span (it ends on roll-up)."""
         child = Context(self, parent=parent, item_log=item_log, state=state)
         self.watch_log(child)
+        tracer = self.tracer
+        if tracer is not None:
+            span = child._span = tracer.start_span(f"context {label}")
+            if span.is_recording():
+                span.set_attributes(
+                    {
+                        "noetic.context.id": child.id,
+                        "noetic.context.parent_id": parent.id,
+                        "noetic.context.depth": child.depth,
+                    }
+                )
         return child
+
+    def open_root_span(self, ctx: Context, parent: OtelContext | None, *, resumed: bool) -> object | None:
+        """Start the execution's `invoke_agent` span under `parent` (the caller's context) as
+        the root context's span and make it current; returns the token for `end_root_span`
+        (None when not tracing)."""
+        tracer = self.tracer
+        if tracer is None:
+            return None
+        from noetic.tracing import open_span
+
+        span, token = open_span(tracer, f"invoke_agent {self.harness.name}", context=parent)
+        ctx._span = span
+        if not span.is_recording():
+            # Sampled out: its descendants would be too (parent-based sampling), so this
+            # execution opens no further spans. The root stays current for user spans.
+            self.tracer = None
+        else:
+            span.set_attributes(
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": self.harness.name,
+                    "noetic.execution.id": ctx.id,
+                    "noetic.thread.id": self.thread_id,
+                    "noetic.turn.id": self.turn_id,
+                    "noetic.resumed": resumed,
+                }
+            )
+        return token
+
+    def end_root_span(self, ctx: Context, token: object | None, error: BaseException | None) -> None:
+        """End the span `open_root_span` started, with the execution's totals."""
+        if token is None:
+            return
+        from noetic.tracing import end_span, total_attributes
+
+        span = ctx.span
+        if span.is_recording():
+            total_attributes(span, ctx._in, ctx._out, ctx.cost, ctx.billed_cost, ctx.held_cost)
+        end_span(span, token, error)
 
     def billing(self, ctx: Context) -> RuntimeBilling:
         """The paid-call accounting handle for a model call on `ctx`."""

@@ -3,9 +3,9 @@
 A step is a tagged value (`kind`, `id`) with an async `run(input, ctx)`; `execute(step, input,
 ctx)` wraps every run with what all steps share: the abort check, `step_count`, the ledger path
 key (RS-2), replay from the step ledger (RS-4), `step_started` / `step_completed` events, the
-custom-item dispatch (CI-5), wrapping user exceptions as `step_failed`, and the automatic
-checkpoint after a completed step (RS-16). Every step start is a cancellation point
-(`step_boundary`).
+custom-item dispatch (CI-5), wrapping user exceptions as `step_failed`, the automatic
+checkpoint after a completed step (RS-16), and — when tracing — the step's span
+(`noetic.tracing`). Every step start is a cancellation point (`step_boundary`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing_extensions import TypeVar
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
+    from opentelemetry.trace import Span, Tracer
 
 __all__ = ["Frame", "OutT", "Step", "call_user", "current_frame", "execute", "takes_ctx"]
 
@@ -172,12 +173,16 @@ async def step_boundary() -> None:
         await anyio.lowlevel.checkpoint()
 
 
-async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = None) -> Any:
+async def execute(
+    step: Step, input: Any, ctx: Context, *, path: str | None = None, span: Span | None = None
+) -> Any:
     """Run `step` on `ctx` with the shared step semantics; returns the step's output.
 
     Every step start is a cancellation point (see `step_boundary`), so a timeout
     (`anyio.fail_after`), an abort from another task, `harness.cancel` or Ctrl-C stop even a
-    graph made only of synchronous steps within a few milliseconds.
+    graph made only of synchronous steps within a few milliseconds. When tracing, the step
+    runs inside its own span (`span` is that span, set by `_traced_execute`; callers leave it
+    None).
     """
     await step_boundary()
     if ctx._aborted:
@@ -185,6 +190,8 @@ async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = No
     run = ctx._exec
     if path is None:
         path = current_frame().child_path(step.id)
+    if span is None and run.tracer is not None:
+        return await _traced_execute(step, input, ctx, path, run.tracer)
     ctx._step_count += 1
     ledger = run.ledger
     if ledger is not None:
@@ -193,6 +200,8 @@ async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = No
         seen = input_hash(input, ctx)  # replay only for the input the entry was recorded for
         found, output = ledger.replay(path, step, seen, ctx)
         if found:
+            if span is not None:
+                span.set_attribute("noetic.replayed", True)
             return output
         mark = ledger.mark(ctx, seen)
     emit = run.emit
@@ -225,4 +234,22 @@ async def execute(step: Step, input: Any, ctx: Context, *, path: str | None = No
     emit("step_completed", {"step_id": step.id, "kind": step.kind, "path": path})
     if ledger is not None:  # the entry and the snapshot after it are one write (RS-1, RS-16)
         await run.checkpoint(ctx, ledger.record(path, step, output, ctx, mark), step_end=True)
+    return output
+
+
+async def _traced_execute(step: Step, input: Any, ctx: Context, path: str, tracer: Tracer) -> Any:
+    """`execute` inside a `{kind} {id}` span. A context's first step hangs under the context's
+    own span (a spawn child, a parallel path, the turn); later ones under whatever step of
+    that context is running them."""
+    from noetic.tracing import end_span, open_span, step_attributes
+
+    span, token = open_span(tracer, f"{step.kind} {step.id}", ctx.span if ctx._step_count == 0 else None)
+    if span.is_recording():
+        step_attributes(span, step.kind, step.id, path, ctx.id)
+    try:
+        output = await execute(step, input, ctx, path=path, span=span)
+    except BaseException as exc:
+        end_span(span, token, exc)
+        raise
+    end_span(span, token)
     return output

@@ -30,6 +30,7 @@ from noetic.steps.flow import ensure_steps
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
+    from noetic.tracing import IterationSpans
 
 __all__ = ["Loop", "loop", "output_text"]
 
@@ -104,6 +105,21 @@ class Loop(Step[OutT]):
         return self.steps
 
     async def run(self, input: Any, ctx: Context) -> Any:
+        tracer = ctx._exec.tracer
+        if tracer is None:
+            return await self._iterate(input, ctx, None)
+        from noetic.tracing import IterationSpans
+
+        spans = IterationSpans(tracer)
+        try:
+            output = await self._iterate(input, ctx, spans)
+        except BaseException as exc:
+            spans.close(exc)
+            raise
+        spans.close()
+        return output
+
+    async def _iterate(self, input: Any, ctx: Context, spans: IterationSpans | None) -> Any:
         current = input
         last: Any = _MISSING
         history: deque[Any] = deque(maxlen=_HISTORY)
@@ -114,6 +130,8 @@ class Loop(Step[OutT]):
             if ctx._aborted:
                 raise cancelled(ctx._abort_reason)
             attempts += 1
+            if spans is not None:
+                spans.next()
             if attempts > self.max_iterations:
                 raise NoeticError(
                     "step_failed",
@@ -143,6 +161,7 @@ class Loop(Step[OutT]):
                 history=tuple(history),
                 depth=ctx.depth,
                 last_step_meta=ctx.last_step_meta,
+                held_cost=ctx.root.held_cost,
             )
             failed = False
             try:
@@ -150,6 +169,8 @@ class Loop(Step[OutT]):
             except Exception as exc:  # noqa: BLE001 - LP-2: a raising predicate stops the loop
                 verdict = Verdict(True, f"Predicate error: {exc}")
                 failed = True
+            if spans is not None:
+                spans.verdict(verdict.stop, verdict.reason)
             if verdict.stop:
                 ctx._exec.emit(
                     "loop_stopped",

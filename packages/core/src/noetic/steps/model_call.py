@@ -6,7 +6,9 @@ view, streams one model round (deltas go to the harness streams), appends the re
 round concurrently, appends the `function_call_output` items and calls the model again, until
 it answers without tool calls. The output is the last assistant text, or the structured value
 validated against `output=`; an answer that fails validation is sent back to the model with
-the validation error (a user message) up to `output_retries` times, then `model_parse_error`. Token and cost figures of every round are charged to the context,
+the validation error (a user message) up to `output_retries` times, then `model_parse_error`.
+Token and cost figures of every round, once `noetic.accounting` has accepted them, are charged
+to the context,
 even for a response that is then cut off by abort (the step then raises `cancelled`).
 """
 
@@ -15,10 +17,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
+from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
+from noetic.accounting import accept_round
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import to_decimal
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
@@ -36,6 +40,7 @@ from noetic.usage import RoundUsage, StepMeta, add_optional
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
+    from opentelemetry.trace import Tracer
 
 __all__ = ["CallModel", "call_model", "last_assistant_text"]
 
@@ -163,14 +168,15 @@ class CallModel(Step[OutT]):
                 thread_id=ctx.thread_id,
                 billing=run.billing(ctx),
             )
-            response = await self._stream_round(adapter, request, ctx, round_no)
-            round_cost = to_decimal(response.cost)
-            round_billed = round_cost if response.billed_cost is None else to_decimal(response.billed_cost)
-            ctx._record_round(response.usage, round_cost, round_billed)
+            response, round_usage, round_cost, round_billed = await (
+                self._stream_round(adapter, request, ctx, round_no)
+                if run.tracer is None
+                else self._traced_round(adapter, request, ctx, round_no, layered)
+            )
             if layered is not None:
-                layered.note_round(response.usage)
-                rounds.append(response.usage)
-            usage = response.usage if round_no == 0 else _add_usage(usage, response.usage)
+                layered.note_round(round_usage)
+                rounds.append(round_usage)
+            usage = round_usage if round_no == 0 else _add_usage(usage, round_usage)
             cost += round_cost
             billed += round_billed
             for item in response.items:
@@ -264,9 +270,55 @@ class CallModel(Step[OutT]):
     def _output_json_schema(self) -> Mapping[str, Any] | None:
         return self.output.json_schema if self.output is not None else None
 
+    async def _traced_round(
+        self,
+        adapter: ModelAdapter,
+        request: ModelRequest,
+        ctx: Context,
+        round_no: int,
+        layered: LayeredCall | None,
+    ) -> tuple[ModelResponse, RoundUsage, Decimal, Decimal]:
+        """`_stream_round` inside a `chat {model}` span carrying the GenAI attributes."""
+        from noetic.tracing import (
+            end_span,
+            layer_attributes,
+            open_span,
+            round_request_attributes,
+            round_response_attributes,
+        )
+        from opentelemetry.trace import SpanKind
+
+        tracer = ctx._exec.tracer
+        assert tracer is not None
+        content = ctx._exec.trace_content
+        span, token = open_span(tracer, f"chat {request.model_id}", kind=SpanKind.CLIENT)
+        try:
+            if span.is_recording():
+                provider = getattr(adapter, "provider_name", None) or type(adapter).__name__
+                round_request_attributes(span, request, provider, round_no, self.id, content)
+            response, usage, cost, billed = await self._stream_round(adapter, request, ctx, round_no)
+            if span.is_recording():
+                calls = any(isinstance(i, FunctionCallItem) for i in response.items)
+                held = ctx.root.held_cost
+                finish = "tool_calls" if calls else "stop"
+                round_response_attributes(
+                    span, response, usage, float(cost), float(billed), held, finish, content
+                )
+                if layered is not None:
+                    base = window_usage(
+                        ctx.id, adapter.model_id, request.instructions, request.tools, history=()
+                    )
+                    layer_attributes(span, layered.usage(base))
+        except BaseException as exc:
+            end_span(span, token, exc)
+            raise
+        end_span(span, token)
+        return response, usage, cost, billed
+
     async def _stream_round(
         self, adapter: ModelAdapter, request: ModelRequest, ctx: Context, round_no: int
-    ) -> ModelResponse:
+    ) -> tuple[ModelResponse, RoundUsage, Decimal, Decimal]:
+        """Stream one round, then charge its figures, once accepted, to the context."""
         run = ctx._exec
         run.emit("model_call_started", {"step_id": self.id, "model_id": request.model_id, "round": round_no})
         response: ModelResponse | None = None
@@ -285,11 +337,13 @@ class CallModel(Step[OutT]):
                 f"model {request.model_id!r} ended its stream without a final response",
                 step_id=self.id,
             )
+        usage, cost, billed = accept_round(response, request.model_id)
+        ctx._record_round(usage, cost, billed)
         run.emit(
             "model_call_completed",
-            {"step_id": self.id, "model_id": response.model_id or request.model_id, "usage": response.usage},
+            {"step_id": self.id, "model_id": response.model_id or request.model_id, "usage": usage},
         )
-        return response
+        return response, usage, cost, billed
 
     async def _run_tools(
         self, calls: list[FunctionCallItem], tools: Mapping[str, Tool], ctx: Context
@@ -306,8 +360,12 @@ class CallModel(Step[OutT]):
 
         async def one(index: int, call: FunctionCallItem) -> None:
             run.emit("tool_call_started", {"call_id": call.call_id, "name": call.name})
+            tracer = run.tracer
             try:
-                item, is_error = await run_tool_call(call, tools, ctx)
+                if tracer is None:
+                    item, is_error = await run_tool_call(call, tools, ctx)
+                else:
+                    item, is_error = await _traced_tool_call(tracer, call, tools, ctx)
             except NoeticError as exc:  # only `cancelled` leaves run_tool_call
                 stopped.append(exc)
                 return
@@ -359,6 +417,31 @@ def _retry_prompt(problems: str) -> str:
         f"Your last answer does not match the required output schema: {problems}. "
         "Answer again with only a JSON value that matches the schema."
     )
+
+
+async def _traced_tool_call(
+    tracer: Tracer, call: FunctionCallItem, tools: Mapping[str, Tool], ctx: Context
+) -> tuple[FunctionCallOutputItem, bool]:
+    """`run_tool_call` inside an `execute_tool` span."""
+    from noetic.tracing import end_span, open_span, tool_attributes
+    from opentelemetry.trace import Status, StatusCode
+
+    content = ctx._exec.trace_content
+    span, token = open_span(tracer, f"execute_tool {call.name}")
+    try:
+        if span.is_recording():
+            tool_attributes(span, call.name, call.call_id, call.arguments, content)
+        item, is_error = await run_tool_call(call, tools, ctx)
+        if span.is_recording():
+            if is_error:
+                span.set_status(Status(StatusCode.ERROR, "the tool call failed"))
+            if content:
+                span.set_attribute("gen_ai.tool.call.result", item.output)
+    except BaseException as exc:
+        end_span(span, token, exc)
+        raise
+    end_span(span, token)
+    return item, is_error
 
 
 def _add_usage(a: RoundUsage, b: RoundUsage) -> RoundUsage:

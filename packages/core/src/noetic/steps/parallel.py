@@ -145,7 +145,10 @@ class InParallel(Step):
                     path.error = cancelled("path skipped: the parallel step was already decided")
                     return
                 child = path.child = ctx._exec.child_context(
-                    ctx, item_log=ItemLog(ctx.item_log.items), state=copy.deepcopy(ctx.state)
+                    ctx,
+                    item_log=ItemLog(ctx.item_log.items),
+                    state=copy.deepcopy(ctx.state),
+                    label=f"path {path.index} {path.step.id}",
                 )
                 layers: ChildLayers | None = None
                 try:

@@ -65,7 +65,9 @@ class Spawn(Step):
         return (self.step,)
 
     async def run(self, input: Any, ctx: Context) -> Any:
-        child = ctx._exec.child_context(ctx, item_log=ItemLog(), state=copy.deepcopy(ctx.state))
+        child = ctx._exec.child_context(
+            ctx, item_log=ItemLog(), state=copy.deepcopy(ctx.state), label=f"spawn {self.id}"
+        )
         layers: ChildLayers | None = None
         try:
             if not child.aborted:  # SP-2: the child's layers (on_spawn items seed its log)

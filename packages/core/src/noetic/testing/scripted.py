@@ -90,6 +90,9 @@ ScriptEntry: TypeAlias = ScriptedReply | Sequence[ScriptedReply] | Callable[[Mod
 class ScriptedModel:
     """A scripted model adapter; see the module docstring."""
 
+    #: The GenAI provider name traces carry (`gen_ai.provider.name`).
+    provider_name = "noetic.scripted"
+
     def __init__(
         self,
         script: Sequence[ScriptEntry] = (),
