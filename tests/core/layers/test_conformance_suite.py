@@ -5,7 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from noetic.layers import CallResult, ContextLayer, LayerContext, LayerResult, layer_data, layer_function
+from noetic.items import Item
+from noetic.layers import (
+    CallResult,
+    ContextLayer,
+    LayerContext,
+    LayerResult,
+    ModelCallDecision,
+    ParentUpdateResult,
+    SpawnResult,
+    ToolCallDecision,
+    ToolCallRequest,
+    layer_data,
+    layer_function,
+)
+from noetic.model import ModelResponse
 from noetic.testing.layer_conformance import LayerConformance
 
 
@@ -88,3 +102,103 @@ async def test_the_suite_catches_state_a_checkpoint_cannot_hold(caplog: pytest.L
     """State that is not plain JSON fails the run (the capture step raises)."""
     with pytest.raises(Exception, match=r"not JSON serializable|step_failed"):
         await LayerConformance().test_two_turns_on_one_thread(Unserializable(), caplog)
+
+
+class Steering(ContextLayer):
+    """A correct layer using every newer hook: it counts what it sees in its state."""
+
+    id = "steering"
+    slot = 90
+    scope = "thread"
+
+    async def init(self, ctx: LayerContext) -> dict[str, int]:
+        return dict(await ctx.storage.get("state") or {"appended": 0, "calls": 0})
+
+    async def on_item_append(self, ctx: LayerContext, items: tuple[Item, ...]) -> list[Item]:
+        return list(items)
+
+    async def project_history(self, ctx: LayerContext, items: tuple[Item, ...]) -> list[Item]:
+        return list(items[-20:])
+
+    async def after_model_call(self, ctx: LayerContext, response: ModelResponse) -> ModelCallDecision:
+        return ModelCallDecision.allow(state={**ctx.state, "calls": ctx.state["calls"] + 1})
+
+    async def before_tool_call(self, ctx: LayerContext, call: ToolCallRequest) -> ToolCallDecision:
+        return (
+            ToolCallDecision(block="no tools in conformance")
+            if call.name == "forbidden"
+            else ToolCallDecision()
+        )
+
+    async def on_spawn(self, ctx: LayerContext, child: Any) -> SpawnResult:
+        return SpawnResult(child_state=dict(ctx.state))
+
+    async def on_parent_update(self, ctx: LayerContext, parent_state: Any, parent: Any) -> ParentUpdateResult:
+        return ParentUpdateResult(child_state=dict(parent_state))
+
+    async def store(self, ctx: LayerContext, response: CallResult) -> dict[str, int]:
+        return {**ctx.state, "appended": ctx.state["appended"] + 1}
+
+
+class TestSteeringLayer(LayerConformance):
+    """A correct layer with every newer hook passes every check."""
+
+    @pytest.fixture
+    def layer(self) -> Steering:
+        return Steering()
+
+
+class WrongGuardAnswer(Steering):
+    async def before_tool_call(self, ctx: LayerContext, call: ToolCallRequest) -> Any:
+        return "allow"  # not a ToolCallDecision
+
+
+class FailingProjection(Steering):
+    async def project_history(self, ctx: LayerContext, items: tuple[Item, ...]) -> list[Item]:
+        raise RuntimeError("broken projection")
+
+
+class WrongAppendAnswer(Steering):
+    async def on_item_append(self, ctx: LayerContext, items: tuple[Item, ...]) -> Any:
+        return 42
+
+
+class FailingJudge(Steering):
+    async def after_model_call(self, ctx: LayerContext, response: ModelResponse) -> ModelCallDecision:
+        raise RuntimeError("broken judge")
+
+
+class FailingParentUpdate(Steering):
+    async def on_parent_update(self, ctx: LayerContext, parent_state: Any, parent: Any) -> Any:
+        raise RuntimeError("broken follower")
+
+
+class SyncGuard(Steering):
+    def before_tool_call(self, ctx: LayerContext, call: ToolCallRequest) -> ToolCallDecision:  # type: ignore[override]
+        return ToolCallDecision()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("broken", [WrongGuardAnswer, FailingProjection, WrongAppendAnswer, FailingJudge])
+async def test_the_suite_fails_broken_tool_round_hooks(
+    broken: type[Steering], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A guard, projection, append or judge hook the runtime had to recover from fails the
+    tool-round check."""
+    with pytest.raises(AssertionError):
+        await LayerConformance().test_a_tool_round(broken(), caplog)
+
+
+@pytest.mark.anyio
+async def test_the_suite_fails_a_broken_parent_update(caplog: pytest.LogCaptureFixture) -> None:
+    """An `on_parent_update` that raises fails the spawn-while-storing check."""
+    with pytest.raises(AssertionError):
+        await LayerConformance().test_a_spawn_child_running_while_the_parent_stores(
+            FailingParentUpdate(), caplog
+        )
+
+
+def test_the_suite_rejects_a_sync_guard() -> None:
+    """The newer hooks must be async too."""
+    with pytest.raises(AssertionError, match="before_tool_call must be async"):
+        LayerConformance().test_hooks_are_async(SyncGuard())

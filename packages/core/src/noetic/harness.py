@@ -37,6 +37,7 @@ from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.anchoring import AnchorStore, ContextCacheConfig
 from noetic.layers.budgets import Projection
 from noetic.layers.call import LayerMemory
+from noetic.layers.checkpoint_state import CheckpointLayerStateStore
 from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.model import ModelAdapter
@@ -193,6 +194,8 @@ class AgentHarness(Generic[OutT]):
     `model`, `fs`, `storage` and `layers` take instances or names/URLs resolved through the
     plugin registry (`plugins`: a plugin manager, or plugin objects to add to a default one).
     `channel_timeout` is the default wait of channel `recv` and parked `send` (seconds).
+    `layer_store` is where thread-, resource- and global-scoped layer state lives: by default
+    the checkpoint store of `storage=` (so it survives a restart), else memory (LY-16).
     With `storage=`, `durability` says when a completed step is committed: `"step"` (before
     the next step starts) or `"turn"` (when the turn ends); see `noetic.durable.recorder`.
     `context_cache` configures prompt-cache anchoring (a `ContextCacheConfig` or a dict such as
@@ -219,6 +222,7 @@ class AgentHarness(Generic[OutT]):
         tools: Sequence[Tool] = (),
         fs: str | FsAdapter | None = None,
         storage: Any = None,
+        layer_store: LayerStateStore | None = None,
         step_ledger_retention: Any = None,
         durability: Literal["step", "turn"] = "step",
         emit_items_on_replay: bool = False,
@@ -251,8 +255,8 @@ class AgentHarness(Generic[OutT]):
         self.emit_items_on_replay = emit_items_on_replay
         #: The harness layers (validated now; registered names resolve on first use).
         self.layer_set = LayerSet(layers)
-        #: Where layer state persists between executions (LY-14); any `LayerStateStore`.
-        self.layer_store: LayerStateStore = MemoryLayerStateStore()
+        #: Where layer state persists between executions (LY-14, LY-16); any `LayerStateStore`.
+        self.layer_store: LayerStateStore = _layer_store(layer_store, storage, self._checkpoint_store)
         #: Prompt-cache anchoring and eventual-recall memory, kept across turns.
         self.layer_memory = LayerMemory(AnchorStore(ContextCacheConfig.of(context_cache)))
         #: The projection policy of model steps that set none (BG-5).
@@ -951,6 +955,29 @@ def _next_turn(queue: list[_Ticket]) -> tuple[list[_Ticket], list[_Ticket]]:
     alone = next((i for i, ticket in enumerate(queue) if ticket.restored is not None), len(queue))
     cut = 1 if alone == 0 else alone
     return queue[:cut], queue[cut:]
+
+
+def _layer_store(
+    given: LayerStateStore | None, storage: Any, checkpoints: Callable[[], CheckpointStore | None]
+) -> LayerStateStore:
+    """The harness's layer state store: the one given, the checkpoint store's, or memory."""
+    if given is not None:
+        if not isinstance(given, LayerStateStore):
+            raise NoeticConfigError(
+                "INVALID_LAYER",
+                f"layer_store must be a LayerStateStore, got {type(given).__name__}",
+                hint="Give an object with async get(key), set(key, value) and delete(key).",
+            )
+        return given
+    if storage is None:
+        return MemoryLayerStateStore()
+
+    def resolve() -> CheckpointStore:
+        store = checkpoints()
+        assert store is not None  # storage= is set
+        return store
+
+    return CheckpointLayerStateStore(resolve)
 
 
 def _ledger_retention(storage: Any, retention: Any) -> StepLedgerRetention | None:

@@ -16,12 +16,23 @@ from noetic.items import (
 )
 from noetic.model import ToolDefinition
 
-__all__ = ["estimate_item_tokens", "estimate_items", "estimate_text", "estimate_tool", "estimate_value"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "estimate_item_tokens",
+    "estimate_items",
+    "estimate_text",
+    "estimate_tool",
+    "estimate_value",
+]
+
+
+#: Characters per token of the estimates.
+CHARS_PER_TOKEN = 4
 
 
 def estimate_text(text: str) -> int:
     """Tokens in `text`, estimated at four characters per token (rounded up)."""
-    return (len(text) + 3) // 4
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 def estimate_value(value: Mapping[str, Any] | Any) -> int:

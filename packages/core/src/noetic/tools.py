@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
 
-__all__ = ["InvokeTool", "Tool", "cancelled_output", "invoke_tool", "run_tool_call", "tool"]
+__all__ = ["InvokeTool", "Tool", "cancelled_output", "error_output", "invoke_tool", "run_tool_call", "tool"]
 
 
 class Tool:
@@ -88,19 +88,19 @@ async def run_tool_call(
     found = tools.get(call.name)
     if found is None:
         message = f"unknown tool {call.name!r}; available: {', '.join(sorted(tools)) or 'none'}"
-        return _error_output(call, message), True
+        return error_output(call, message), True
     try:
         args = found.input.validate_json(call.arguments)
     except SchemaError as exc:
-        return _error_output(call, f"invalid arguments for tool {call.name!r}: {exc}"), True
+        return error_output(call, f"invalid arguments for tool {call.name!r}: {exc}"), True
     try:
         result = await found.call(args, ctx)
     except NoeticError as exc:
         if exc.code == "cancelled":
             raise
-        return _error_output(call, str(exc)), True
+        return error_output(call, str(exc)), True
     except Exception as exc:  # noqa: BLE001 - the model reads the error and may recover
-        return _error_output(call, f"tool {call.name!r} raised {type(exc).__name__}: {exc}"), True
+        return error_output(call, f"tool {call.name!r} raised {type(exc).__name__}: {exc}"), True
     return FunctionCallOutputItem(call_id=call.call_id, output=encode_output(result)), False
 
 
@@ -113,7 +113,8 @@ def cancelled_output(call: FunctionCallItem, reason: str) -> FunctionCallOutputI
     return FunctionCallOutputItem(call_id=call.call_id, output=json.dumps(body), status="incomplete")
 
 
-def _error_output(call: FunctionCallItem, message: str) -> FunctionCallOutputItem:
+def error_output(call: FunctionCallItem, message: str) -> FunctionCallOutputItem:
+    """The output item telling the model its call failed: `{"error": message}`."""
     return FunctionCallOutputItem(call_id=call.call_id, output=json.dumps({"error": message}))
 
 
@@ -149,6 +150,7 @@ class InvokeTool(Step):
         raw: Any = to_jsonable(input) if self.merge_input else {}
         if self.args is not None:
             raw = {**raw, **self.args} if isinstance(raw, Mapping) else dict(self.args)
+        raw = await self._guarded(raw, ctx)
         try:
             args = self.tool.input.validate(raw)
         except SchemaError as exc:
@@ -160,6 +162,20 @@ class InvokeTool(Step):
                 retries_exhausted=False,
             ) from None
         return await self.tool.call(args, ctx)
+
+    async def _guarded(self, raw: Any, ctx: Context) -> Any:
+        """The arguments the layers' `before_tool_call` guards leave (LY-6); a block fails the
+        step with `steering_denied`."""
+        # imported here: the layers package imports this module
+        from noetic.layers.contract import ToolCallRequest
+        from noetic.layers.steering import guard_tool_call
+
+        verdict = await guard_tool_call(ctx, ToolCallRequest(self.tool.name, raw, self.id))
+        if isinstance(verdict, str):
+            raise NoeticError(
+                "steering_denied", f"invoke_tool {self.id!r}: {verdict}", guidance=verdict, step_id=self.id
+            )
+        return verdict.args
 
 
 def invoke_tool(

@@ -2,29 +2,39 @@
 
 - `contract` — the layer contract (`ContextLayer`, `Slot`, hook results, `provides`).
 - `layer_set` — `context([...])` / `LayerSet`: validated layer sets, names resolved lazily.
-- `storage` — the `LayerStateStore` contract and the in-memory default.
+- `storage`, `checkpoint_state` — the `LayerStateStore` contract, the in-memory default and
+  the checkpoint-store backed one.
 - `frame`, `runtime` — the lifecycle runner (init, teardown, spawn boundaries, cancel).
 - `provides` — `ctx.context[layer_id]` handles and the `"{layer_id}/{fn}"` tools.
-- `budgets`, `view`, `anchoring`, `call` — budgets, view assembly and prompt-cache anchoring.
+- `budgets`, `view`, `overflow`, `anchoring`, `call` — budgets, view assembly, the overflow
+  modes and prompt-cache anchoring.
+- `pipelines`, `steering` — `on_item_append` / `project_history`, and the model and tool
+  guards `after_model_call` / `before_tool_call`.
 - `usage`, `report`, `command` — the `LastLayerUsage` snapshot, its table and `noetic context`.
 - `with_context` — the step that adds layers for its child.
 """
 
 from noetic.layers.anchoring import ContextCacheConfig
 from noetic.layers.budgets import DEFAULT_PROJECTION, BudgetAllocation, Projection, allocate_budgets
+from noetic.layers.checkpoint_state import CheckpointLayerStateStore
 from noetic.layers.contract import (
     CLEAR,
     BudgetRange,
     CallResult,
     ContextLayer,
+    ItemAppendResult,
     LayerData,
     LayerFunction,
     LayerResult,
+    ModelCallDecision,
+    ParentUpdateResult,
     RecallResult,
     ReturnResult,
     Scope,
     Slot,
     SpawnResult,
+    ToolCallDecision,
+    ToolCallRequest,
     layer_data,
     layer_function,
     validate_layer,
@@ -43,8 +53,10 @@ __all__ = [
     "BudgetAllocation",
     "BudgetRange",
     "CallResult",
+    "CheckpointLayerStateStore",
     "ContextCacheConfig",
     "ContextLayer",
+    "ItemAppendResult",
     "LayerContext",
     "LayerData",
     "LayerFunction",
@@ -53,6 +65,8 @@ __all__ = [
     "LayerSet",
     "LayerStateStore",
     "MemoryLayerStateStore",
+    "ModelCallDecision",
+    "ParentUpdateResult",
     "Projection",
     "RecallResult",
     "ReturnResult",
@@ -60,6 +74,8 @@ __all__ = [
     "ScopedStorage",
     "Slot",
     "SpawnResult",
+    "ToolCallDecision",
+    "ToolCallRequest",
     "View",
     "WithContext",
     "allocate_budgets",

@@ -23,6 +23,8 @@ from noetic.layers.contract import BudgetRange, budget_range
 
 __all__ = ["DEFAULT_PROJECTION", "BudgetAllocation", "Projection", "allocate_budgets"]
 
+#: The overflow modes of a projection.
+OVERFLOW_MODES = ("sliding_window", "truncate", "summarize")
 #: Share of the post-minimum remainder given to layers; the rest is history's.
 LAYER_POOL_SHARE = 0.6
 
@@ -32,12 +34,24 @@ class Projection:
     """How big the view may get: `token_budget` minus `response_reserve` (tokens).
 
     `window_size` optionally caps the number of history items before the token pass.
+    `overflow` says what becomes of history that does not fit (`noetic.layers.overflow`):
+    dropped (`sliding_window`), cut short (`truncate`) or summarized by `overflow_model` (a
+    model id or adapter; None: the step's model) (`summarize`).
     """
 
     token_budget: float = 128_000
     response_reserve: float = 4_000
     overflow: Literal["truncate", "summarize", "sliding_window"] = "sliding_window"
     window_size: int | None = None
+    overflow_model: Any = None
+
+    def __post_init__(self) -> None:
+        if self.overflow not in OVERFLOW_MODES:
+            raise NoeticConfigError(
+                "INVALID_BUDGET_INPUT",
+                f"projection overflow {self.overflow!r} is unknown",
+                hint=f"Use one of {', '.join(OVERFLOW_MODES)}.",
+            )
 
     @classmethod
     def of(cls, value: Projection | Mapping[str, Any] | None) -> Projection | None:

@@ -9,14 +9,16 @@ that banded output and the current log (`view`), so tool outputs of earlier roun
 while the layer part stays byte-stable. After round 0 the provider's cache figures are judged
 (`note_round`). When the step ends, `usage` gives the `LastLayerUsage` of the last round and
 `store` runs every layer's `store` concurrently, all-settled, each on a snapshot of its own
-state (LY-7).
+state (LY-7), then tells running spawn children which states changed (LY-9). Each round's
+history passes through the layers' `project_history` (LY-4) and the projection's overflow
+mode (`noetic.layers.overflow`) before the token pass.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -34,11 +36,14 @@ from noetic.layers.anchoring import AnchorStore, BandedView, LayerOutput, band_o
 from noetic.layers.budgets import Projection, allocate_budgets
 from noetic.layers.contract import UNSET, CallResult, RecallResult
 from noetic.layers.frame import LayerContext, LayerEntry, LayerFrame, is_cancellation, report, run_hook
-from noetic.layers.view import assemble_view
+from noetic.layers.overflow import SummaryMemory, summarize_history, truncate_history
+from noetic.layers.pipelines import project_history
+from noetic.layers.view import assemble_view, strip_orphans
 from noetic.tokens import estimate_item_tokens, estimate_text
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
+    from noetic.model import ModelAdapter
     from noetic.usage import LastLayerUsage, RoundUsage
 
 __all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
@@ -66,10 +71,12 @@ class RecallCache:
 @dataclass(slots=True)
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring and recall caches,
-    and token estimates of log items by id (items never change, so one estimate each)."""
+    overflow summaries, and token estimates of log items by id (items never change, so one
+    estimate each)."""
 
     anchors: AnchorStore
     recalls: RecallCache = field(default_factory=RecallCache)
+    summaries: SummaryMemory = field(default_factory=SummaryMemory)
     tokens: dict[str, int] = field(default_factory=dict)
 
     def item_tokens(self, item: Item) -> int:
@@ -117,10 +124,6 @@ class _SeenLog:
         self.seen = len(log_items)
 
 
-def _cache_key(entry: LayerEntry) -> str:
-    return f"{entry.storage.scope_key}:{entry.id}"
-
-
 def _budget(allocation: float) -> float:
     return math.floor(allocation) if math.isfinite(allocation) else math.inf
 
@@ -129,16 +132,21 @@ class LayeredCall:
     """One model step's layers; see the module docstring."""
 
     __slots__ = (
+        "_budgets",
+        "_guidance",
         "_history_tokens",
+        "_instructions",
         "_judged",
         "_layer_tokens",
         "_log",
         "_memory",
+        "_outputs",
         "_system_tokens",
         "banded",
         "cap",
         "ctx",
         "frame",
+        "model",
         "projection",
         "query",
     )
@@ -151,9 +159,11 @@ class LayeredCall:
         projection: Projection,
         query: str,
         system_tokens: int,
+        model: ModelAdapter,
     ):
         self.frame = frame
         self.ctx = ctx
+        self.model = model
         self.projection = projection
         self.query = query
         self.cap = projection.token_budget - projection.response_reserve - system_tokens
@@ -164,6 +174,10 @@ class LayeredCall:
         self._log = _SeenLog()
         self._layer_tokens = 0
         self._history_tokens = 0
+        self._budgets: dict[str, float] = {}
+        self._outputs: list[LayerOutput] = []
+        self._instructions: str | None = None
+        self._guidance: list[Item] = []
 
     @classmethod
     async def prepare(
@@ -175,10 +189,12 @@ class LayeredCall:
         instructions: str | None,
         query: str,
         projection: Projection,
+        model: ModelAdapter,
     ) -> LayeredCall:
-        """Allocate budgets, recall and band the active layers of `frame` for one step."""
+        """Allocate budgets, recall and band the active layers of `frame` for one step
+        (`model` is the step's, which `summarize` overflow falls back to)."""
         system_tokens = estimate_text(instructions) if instructions else 0
-        call = cls(frame, ctx, memory, projection, query, system_tokens)
+        call = cls(frame, ctx, memory, projection, query, system_tokens, model)
         entries = frame.active()
         allocation = allocate_budgets(
             projection.token_budget,
@@ -186,27 +202,49 @@ class LayeredCall:
             system_prompt_tokens=system_tokens,
             response_reserve=projection.response_reserve,
         )
-        budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
-        outputs = await call._recall(entries, budgets)
+        call._budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
+        call._outputs = await call._recall(entries, call._budgets)
         await frame.flush()
+        await call._band(instructions)
+        return call
+
+    async def _band(self, instructions: str | None) -> None:
+        """Band the current layer outputs for the prompt cache (AN-1..AN-8)."""
+        memory, ctx, budgets = self._memory, self.ctx, self._budgets
 
         async def render_delta(
             layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...]
         ) -> str | None:
-            return await call._render_delta(layer_id, previous, current, budgets.get(layer_id, 0))
+            return await self._render_delta(layer_id, previous, current, budgets.get(layer_id, 0))
 
-        call.banded = await band_outputs(
-            outputs,
-            {e.id: getattr(e.layer, "placement", "auto") for e in entries},
+        self._instructions = instructions
+        self.banded = banded = await band_outputs(
+            self._outputs,
+            {e.id: getattr(e.layer, "placement", "auto") for e in self.frame.active()},
             store=memory.anchors,
             key=lineage_key(ctx.depth, ctx.thread_id, ctx.id),
             instructions=instructions,
-            window=call.cap,
+            window=self.cap,
             render_delta=render_delta,
         )
-        banded = call.banded
-        call._layer_tokens = sum(map(memory.item_tokens, (*banded.anchor, *banded.live, *banded.supersedes)))
-        return call
+        self._layer_tokens = sum(map(memory.item_tokens, (*banded.anchor, *banded.live, *banded.supersedes)))
+
+    async def rerender(self, layer_ids: Collection[str]) -> None:
+        """Recall `layer_ids` again and band the result, for the next round (LY-2 re-render).
+
+        The other layers keep this step's output; an anchored layer whose output changed is
+        published as a supersede, so the cached prefix stays valid.
+        """
+        entries = [e for e in self.frame.active() if e.id in layer_ids]
+        if not entries:
+            return
+        for entry in entries:
+            self._memory.recalls.invalidate(entry.cache_key)  # eventual layers render afresh
+        outputs = {o.layer_id: o for o in self._outputs if o.layer_id not in layer_ids}
+        outputs.update((o.layer_id, o) for o in await self._recall(entries, self._budgets))
+        await self.frame.flush()
+        self._outputs = [outputs[e.id] for e in self.frame.with_hook("recall") if e.id in outputs]
+        await self._band(self._instructions)
 
     async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
         outputs: list[LayerOutput] = []
@@ -215,7 +253,7 @@ class LayeredCall:
             if entry.hook("recall") is None:
                 continue
             eventual = getattr(entry.layer, "recall_mode", "atomic") == "eventual"
-            cached = cache.get(_cache_key(entry)) if eventual else None
+            cached = cache.get(entry.cache_key) if eventual else None
             if cached is not None:
                 outputs.append(cached)
                 continue
@@ -230,7 +268,7 @@ class LayeredCall:
             if output is None:
                 continue
             if eventual:
-                cache.put(_cache_key(entry), output)
+                cache.put(entry.cache_key, output)
             outputs.append(output)
         return outputs
 
@@ -248,34 +286,71 @@ class LayeredCall:
             return None
         return text if isinstance(text, str) and text else None
 
-    def view(self, log_items: Sequence[Item]) -> tuple[Item, ...]:
+    async def view(self, log_items: Sequence[Item]) -> tuple[Item, ...]:
         """The items of one round's request (AN-1, BG-6): system messages of the log first,
-        then the bands around the history (`assemble_view`; skipped when everything fits)."""
+        then the bands around the history — the history as `project_history` leaves it (LY-4),
+        fitted to the window by the projection's overflow mode (`noetic.layers.overflow`);
+        the token pass is skipped when everything fits."""
         banded = self.banded
         assert banded is not None
         tokens = self._memory.item_tokens
         log = self._log
         log.extend(log_items, tokens)
-        whole = log.system_tokens + log.history_tokens
+        history: Sequence[Item] = log.history
+        history_tokens = log.history_tokens
+        balanced = log.calls == log.outputs
+        projectors = self.frame.with_hook("project_history")
+        if projectors:
+            history = await project_history(projectors, self.ctx, history)
+        tail = self._guidance
+        if tail:  # steering guidance goes last, not where the log has it
+            guided = {i.id for i in tail}
+            history = [i for i in history if i.id not in guided]
+        if projectors or tail:
+            history_tokens = sum(map(tokens, history))
+            balanced = len(strip_orphans(history)) == len(history)
+        tail_tokens = sum(map(tokens, tail))
         if (
             self.projection.window_size is None
-            and log.calls == log.outputs
-            and whole + self._layer_tokens <= self.cap
+            and balanced
+            and log.system_tokens + history_tokens + self._layer_tokens + tail_tokens <= self.cap
         ):
-            self._history_tokens = whole  # the log items the request carries (LU-4)
-            return (*log.system, *banded.anchor, *log.history, *banded.live, *banded.supersedes)
+            self._history_tokens = log.system_tokens + history_tokens  # what the request carries (LU-4)
+            return (*log.system, *banded.anchor, *history, *banded.live, *banded.supersedes, *tail)
+        if self.projection.window_size is not None:
+            window = self.projection.window_size
+            history = history[-window:] if window > 0 else ()
+        room = self.cap - log.system_tokens - self._layer_tokens - tail_tokens
+        if self.projection.overflow == "truncate":
+            history = truncate_history(history, room, tokens)
+        elif self.projection.overflow == "summarize":
+            history = await summarize_history(
+                history, room, tokens, model=self._summarizer(), ctx=self.ctx, memory=self._memory.summaries
+            )
         view = assemble_view(
             system=log.system,
             anchor=banded.anchor,
-            history=log.history,
+            history=history,
             live=banded.live,
             supersedes=banded.supersedes,
+            tail=tail,
             token_budget=self.cap,
-            window_size=self.projection.window_size,
             tokens=tokens,
         )
         self._history_tokens = log.system_tokens + sum(map(tokens, view.history))
         return view.items
+
+    def guide(self, guidance: str) -> None:
+        """Log `guidance` (from `after_model_call`) as a developer message; this step's later
+        rounds send it at the very end of the view, after the layers (LY-5)."""
+        item = developer_message(guidance)
+        self.ctx.item_log.append(item)
+        self._guidance.append(item)
+
+    def _summarizer(self) -> ModelAdapter:
+        """The model `summarize` overflow calls: `overflow_model`, else the step's model."""
+        chosen = self.projection.overflow_model
+        return self.model if chosen is None else self.ctx._exec.harness.resolve_model(chosen)
 
     def note_round(self, usage: RoundUsage) -> None:
         """Judge the first round's cache figures against the anchored prefix (AN-5)."""
@@ -299,6 +374,7 @@ class LayeredCall:
         if not entries:
             return
         recalls = self._memory.recalls
+        changed: list[LayerEntry] = []
 
         async def one(entry: LayerEntry) -> None:
             context = LayerContext(entry, self.ctx, query=self.query, snapshot=copy.deepcopy(entry.state))
@@ -309,7 +385,8 @@ class LayeredCall:
                 return
             if value is not None:
                 entry.set_state(value)
-                recalls.invalidate(_cache_key(entry))
+                recalls.invalidate(entry.cache_key)
+                changed.append(entry)
 
         if len(entries) == 1:
             await one(entries[0])
@@ -318,6 +395,8 @@ class LayeredCall:
                 for entry in entries:
                     tg.start_soon(one, entry)
         await self.frame.flush()
+        if changed:  # running spawn children hear of it (LY-9)
+            await self.ctx._exec.layers.parent_updated(self.ctx, changed)
 
 
 def _output(entry: LayerEntry, value: Any) -> LayerOutput | None:

@@ -29,6 +29,16 @@ state):
 - `on_complete(ctx, outcome) -> state | CLEAR | None` with outcome success/failure/aborted (LY-10).
 - `dispose(ctx)` (or `dispose()`) — teardown, reverse array order (LY-11).
 - `render_delta(ctx, previous, current, budget) -> str | None` — describe a stale pin (AN-8).
+- `on_item_append(ctx, items) -> ItemAppendResult | list[Item] | None` — user input and tool
+  outputs on their way into the log, a slot-order pipeline (LY-2).
+- `project_history(ctx, items) -> list[Item] | None` — the history a model round sees, a
+  slot-order pipeline that never touches the log (LY-4).
+- `after_model_call(ctx, response: ModelResponse) -> ModelCallDecision | None` — allow, deny
+  (`steering_denied`) or guide (retry with guidance) each model response (LY-5).
+- `before_tool_call(ctx, call: ToolCallRequest) -> ToolCallDecision | None` — block or rewrite
+  each tool call the model asks for (LY-6).
+- `on_parent_update(ctx, parent_state, parent) -> state | ParentUpdateResult | None` — a running
+  spawn child hears that the parent's state changed in `store` (LY-9).
 
 `provides` maps names to `layer_data(read)` / `layer_function(execute, input=...)`
 declarations; they appear as `ctx.context[layer_id]` and, for functions, as model tools named
@@ -67,14 +77,22 @@ __all__ = [
     "LayerFunction",
     "LayerResult",
     "OnInitError",
+    "ItemAppendResult",
+    "ModelCallDecision",
+    "OnBeforeToolCallError",
     "Outcome",
+    "ParentUpdateResult",
     "Placement",
     "RecallMode",
     "RecallResult",
+    "RerenderScope",
     "ReturnResult",
     "Scope",
     "Slot",
     "SpawnResult",
+    "SteeringAction",
+    "ToolCallDecision",
+    "ToolCallRequest",
     "budget_range",
     "layer_data",
     "layer_function",
@@ -85,11 +103,13 @@ Scope: TypeAlias = Literal["thread", "resource", "global", "execution"]
 Placement: TypeAlias = Literal["anchor", "live", "auto"]
 Outcome: TypeAlias = Literal["success", "failure", "aborted"]
 OnInitError: TypeAlias = Literal["throw", "disable"]
+OnBeforeToolCallError: TypeAlias = Literal["abstain", "deny"]
 RecallMode: TypeAlias = Literal["atomic", "eventual"]
 
 SCOPES: Final = ("thread", "resource", "global", "execution")
 _PLACEMENTS: Final = ("anchor", "live", "auto")
 _INIT_ERRORS: Final = ("throw", "disable")
+_TOOL_GUARD_ERRORS: Final = ("abstain", "deny")
 _RECALL_MODES: Final = ("atomic", "eventual")
 
 #: Hooks the runtime calls, each with its own timeout.
@@ -102,6 +122,11 @@ HOOK_NAMES: Final = (
     "on_complete",
     "dispose",
     "render_delta",
+    "on_item_append",
+    "project_history",
+    "after_model_call",
+    "before_tool_call",
+    "on_parent_update",
 )
 
 #: Default hook timeouts in seconds (LY-12); a layer overrides them with `timeouts = {...}`.
@@ -114,6 +139,11 @@ DEFAULT_TIMEOUTS: Final[Mapping[str, float]] = {
     "on_complete": 30.0,
     "dispose": 5.0,
     "render_delta": 5.0,
+    "on_item_append": 5.0,
+    "project_history": 5.0,
+    "after_model_call": 10.0,
+    "before_tool_call": 5.0,
+    "on_parent_update": 10.0,
 }
 
 
@@ -226,6 +256,94 @@ class CallResult:
     text: str
 
 
+#: Which layers a re-render recalls: the asking layer, it and every higher slot, or all.
+RerenderScope: TypeAlias = Literal["self", "slot-after", "all"]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemAppendResult:
+    """`on_item_append`'s answer when it also replaces the layer state or asks for a re-render
+    (LY-2).
+
+    `items` are what goes on to the next layer (and finally into the log): the same items to
+    pass them through, fewer to drop some, others to rewrite or inject. `rerender=True` has the
+    layers of `rerender_scope` recalled before the next model round sees the new items.
+    """
+
+    items: Sequence[Item]
+    state: Any = UNSET
+    rerender: bool = False
+    rerender_scope: RerenderScope = "slot-after"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """A tool call the model asked for, as `before_tool_call` sees it.
+
+    `args` are the decoded JSON arguments (the raw text when they are not JSON), already
+    rewritten by any earlier layer's `override_args`.
+    """
+
+    name: str
+    args: Any
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDecision:
+    """`before_tool_call`'s answer (LY-6).
+
+    `block` refuses the call: the message becomes the tool's error output and the model reads
+    it. `override_args` replaces the arguments (later layers and the tool see the new ones).
+    `state` replaces the layer state.
+    """
+
+    block: str | None = None
+    override_args: Any = UNSET
+    state: Any = UNSET
+
+
+#: What `after_model_call` decides about a model response.
+SteeringAction: TypeAlias = Literal["allow", "deny", "guide"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallDecision:
+    """`after_model_call`'s answer (LY-5): build it with `allow`, `deny` or `guide`.
+
+    `deny` fails the step with `steering_denied` (the message is the reason); `guide` drops the
+    response, appends the message as a developer message and asks the model again. `state`
+    replaces the layer state whatever the action.
+    """
+
+    action: SteeringAction = "allow"
+    message: str | None = None
+    state: Any = UNSET
+
+    @classmethod
+    def allow(cls, *, state: Any = UNSET) -> ModelCallDecision:
+        """Accept the response."""
+        return cls("allow", None, state)
+
+    @classmethod
+    def deny(cls, reason: str, *, state: Any = UNSET) -> ModelCallDecision:
+        """Refuse the response: the step fails with `steering_denied`."""
+        return cls("deny", reason, state)
+
+    @classmethod
+    def guide(cls, guidance: str, *, state: Any = UNSET) -> ModelCallDecision:
+        """Refuse the response and retry the round with `guidance` added."""
+        return cls("guide", guidance, state)
+
+
+@dataclass(frozen=True, slots=True)
+class ParentUpdateResult:
+    """`on_parent_update`'s answer when it also injects items into the child's log (LY-9)."""
+
+    child_state: Any = UNSET
+    items: Sequence[Item] = ()
+
+
 # --- provides ------------------------------------------------------------------------------
 
 
@@ -299,7 +417,8 @@ class ContextLayer:
     """Base class for context layers: subclass it, set `id` and `slot`, define hooks.
 
     Defaults: `scope="thread"`, `budget="auto"`, `placement="auto"`, `on_init_error="throw"`,
-    `recall_mode="atomic"`, no timeout overrides, nothing provided. Hooks are looked up on the
+    `recall_mode="atomic"`, `on_before_tool_call_error="abstain"` (a failing guard abstains;
+    `"deny"` makes it block the call), no timeout overrides, nothing provided. Hooks are looked up on the
     instance, so only the ones a subclass defines run.
     """
 
@@ -310,6 +429,7 @@ class ContextLayer:
     placement: Placement = "auto"
     on_init_error: OnInitError = "throw"
     recall_mode: RecallMode = "atomic"
+    on_before_tool_call_error: OnBeforeToolCallError = "abstain"
     timeouts: Mapping[str, float] = MappingProxyType({})
     provides: Mapping[str, LayerData | LayerFunction] = MappingProxyType({})
 
@@ -382,6 +502,7 @@ def validate_layer(layer: object) -> None:
     _check_budget(layer, getattr(layer, "budget", "auto"))
     _check_choice(layer, "placement", _PLACEMENTS, "auto")
     _check_choice(layer, "on_init_error", _INIT_ERRORS, "throw")
+    _check_choice(layer, "on_before_tool_call_error", _TOOL_GUARD_ERRORS, "abstain")
     _check_choice(layer, "recall_mode", _RECALL_MODES, "atomic")
     timeouts = getattr(layer, "timeouts", None) or {}
     if not isinstance(timeouts, Mapping):

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from noetic.layers.provides import LayerHandles
     from noetic.tools import Tool
 
-__all__ = ["LayerContext", "LayerEntry", "LayerFrame", "report", "run_hook"]
+__all__ = ["LayerContext", "LayerEntry", "LayerFrame", "commit_state", "report", "run_hook"]
 
 log = logging.getLogger("noetic.layers")
 #: The storage key every layer's state is written through to.
@@ -74,6 +74,11 @@ class LayerEntry:
         if self._lock is None:
             self._lock = anyio.Lock()
         return self._lock
+
+    @property
+    def cache_key(self) -> str:
+        """The key of this layer's entry in the harness's recall cache (eventual layers)."""
+        return f"{self.storage.scope_key}:{self.id}"
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The layer's hook `name`, or None when it does not define it."""
@@ -207,6 +212,20 @@ def _takes_argument(fn: Callable[..., Any]) -> bool:
     return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
+def _slot(entry: LayerEntry) -> float:
+    slot: float = entry.layer.slot
+    return slot
+
+
+def commit_state(entry: LayerEntry, ctx: Context, value: Any) -> None:
+    """Give `entry` the state a hook returned (`UNSET` keeps it) and drop its cached recall,
+    so an eventual layer renders the new state next time."""
+    if value is UNSET:
+        return
+    entry.set_state(value)
+    ctx._exec.harness.layer_memory.recalls.invalidate(entry.cache_key)
+
+
 def is_cancellation(exc: BaseException) -> bool:
     """True for Noetic's `cancelled` error (a hook unwinding because its context aborted)."""
     return isinstance(exc, NoeticError) and exc.code == "cancelled"
@@ -221,6 +240,7 @@ class LayerFrame:
 
     __slots__ = (
         "_handles",
+        "_hooked",
         "_teardown",
         "_tools",
         "by_id",
@@ -250,6 +270,7 @@ class LayerFrame:
         self._teardown: anyio.Event | None = None
         self._tools: dict[str, Tool] | None = None
         self._handles: LayerHandles | None = None
+        self._hooked: dict[str, tuple[LayerEntry, ...]] = {}
 
     def get(self, layer_id: str) -> LayerEntry | None:
         """The active entry of `layer_id`, or None."""
@@ -259,6 +280,22 @@ class LayerFrame:
     def active(self) -> list[LayerEntry]:
         """Active entries, array order."""
         return [e for e in self.entries if e.active]
+
+    def with_hook(self, name: str) -> list[LayerEntry]:
+        """Active entries defining hook `name`, slot ascending, ties in array order."""
+        return [e for e in self.defining(name) if e.active]
+
+    def defining(self, name: str) -> tuple[LayerEntry, ...]:
+        """Entries defining hook `name` (active or not), slot ascending, ties in array order.
+
+        Computed once per hook name: the hooks of a layer object do not change.
+        """
+        found = self._hooked.get(name)
+        if found is None:
+            found = self._hooked[name] = tuple(
+                sorted((e for e in self.entries if e.hook(name) is not None), key=_slot)
+            )
+        return found
 
     @property
     def handles(self) -> LayerHandles:

@@ -12,6 +12,13 @@
   log but never a parallel path's). When the child succeeds, its layers are torn down and
   `on_return` merges its state into the parent as an array-order pipeline, one child at a
   time.
+- **Parent updates** (LY-9): while a spawn child runs, every `store` on its parent's context
+  that changes a layer's state calls `on_parent_update(ctx, parent_state, parent)` on the
+  child's layer of the same id, if it defines the hook — in the parent's task, after the
+  parent's state is written, one child after another in spawn order. It returns the child's
+  new state, a `ParentUpdateResult` that may also append items to the child's log, or None to
+  ignore the update. A failure is logged and leaves the child unchanged. Parallel paths never
+  get the hook.
 - **Abort and cancel** (CTX-14): `ctx.abort()` alone runs no teardown — an execution whose
   context was aborted skips `on_complete`/`dispose`. `cancel(ctx, reason)` aborts the tree and
   then tears every layer frame down with `outcome="aborted"`, children before parents, once.
@@ -25,14 +32,23 @@ durable resume; restored layers are not initialized again.
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from noetic.layers.contract import UNSET, ReturnResult, SpawnResult
-from noetic.layers.frame import LayerContext, LayerEntry, LayerFrame, is_cancellation, report, run_hook
+from noetic.items import parse_item
+from noetic.layers.contract import UNSET, ParentUpdateResult, ReturnResult, SpawnResult
+from noetic.layers.frame import (
+    LayerContext,
+    LayerEntry,
+    LayerFrame,
+    commit_state,
+    is_cancellation,
+    report,
+    run_hook,
+)
 from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import ScopedStorage, scope_key
 
@@ -133,6 +149,32 @@ class ChildLayers:
         """Tear the child's layers down after a failure (no merge)."""
         await self._finish(error)
 
+    async def parent_updated(self, parent: Context, changed: Sequence[LayerEntry]) -> None:
+        """Run the child's `on_parent_update` for each parent layer whose state changed (LY-9)."""
+        child = self.frame.ctx
+        for source in changed:
+            entry = self.frame.get(source.id)
+            if entry is None or entry.hook("on_parent_update") is None:
+                continue
+            try:
+                context = LayerContext(entry, child)
+                value = await run_hook(
+                    entry, "on_parent_update", context, copy.deepcopy(source.state), parent
+                )
+                if isinstance(value, ParentUpdateResult):
+                    items = [parse_item(item) for item in value.items]
+                    commit_state(entry, child, value.child_state)
+                    for item in items:
+                        child.item_log.append(item)
+                elif value is not None:
+                    commit_state(entry, child, value)
+            except Exception as exc:
+                if is_cancellation(exc):
+                    raise
+                report(entry, "on_parent_update", exc)
+                continue
+            await entry.flush()
+
     async def _merge(self, child: LayerEntry, target: LayerEntry, parent: Context, result: Any) -> Any:
         try:
             context = LayerContext(target, parent)
@@ -151,6 +193,7 @@ class ChildLayers:
         return result
 
     async def _finish(self, error: BaseException | None) -> None:
+        self.runtime.forget_child(self)
         try:
             await _close(self.frame, error)
         finally:
@@ -161,12 +204,14 @@ class ChildLayers:
 class LayerRuntime:
     """The layers of one root execution; see the module docstring."""
 
-    __slots__ = ("_imported", "execution", "root")
+    __slots__ = ("_imported", "_spawned", "execution", "root")
 
     def __init__(self, execution: Execution):
         self.execution = execution
         self.root: LayerFrame | None = None
         self._imported: Mapping[str, Any] | None = None
+        #: The running spawn children by parent context id, for `on_parent_update`.
+        self._spawned: dict[str, list[ChildLayers]] = {}
 
     @property
     def harness(self) -> AgentHarness:
@@ -302,15 +347,32 @@ class LayerRuntime:
         """
         outer = parent._layers
         if layers is not None:
-            return await self._replaced(child, layers, outer)
-        if outer is None:
+            children = await self._replaced(child, layers, outer)
+        elif outer is None:
             return None
-        await outer.start()
-        entries = [await self._inherit(entry, parent, child, fork) for entry in outer.active()]
-        frame = LayerFrame(child, entries, owned=entries)
-        frame.teardown_on_abort = outer.teardown_on_abort
-        frame.bind()
-        return ChildLayers(self, frame, outer)
+        else:
+            await outer.start()
+            entries = [await self._inherit(entry, parent, child, fork) for entry in outer.active()]
+            frame = LayerFrame(child, entries, owned=entries)
+            frame.teardown_on_abort = outer.teardown_on_abort
+            frame.bind()
+            children = ChildLayers(self, frame, outer)
+        if children is not None and not fork and outer is not None:
+            self._spawned.setdefault(parent.id, []).append(children)
+        return children
+
+    def forget_child(self, child: ChildLayers) -> None:
+        """Stop sending parent updates to `child` (it has ended)."""
+        for parent_id, running in tuple(self._spawned.items()):
+            if child in running:
+                running.remove(child)
+                if not running:
+                    del self._spawned[parent_id]
+
+    async def parent_updated(self, parent: Context, changed: Sequence[LayerEntry]) -> None:
+        """Tell the running spawn children of `parent` that layer state changed (LY-9)."""
+        for child in tuple(self._spawned.get(parent.id, ())):
+            await child.parent_updated(parent, changed)
 
     async def _replaced(
         self, child: Context, layers: LayerSet, outer: LayerFrame | None

@@ -10,6 +10,11 @@ the validation error (a user message) up to `output_retries` times, then `model_
 Token and cost figures of every round, once `noetic.accounting` has accepted them, are charged
 to the context,
 even for a response that is then cut off by abort (the step then raises `cancelled`).
+
+With context layers, the input and the tool outputs reach the log through `on_item_append`,
+each response is judged by `after_model_call` (a deny fails the step, a guide retries the
+round) before its items are appended, and each requested call passes `before_tool_call`
+(`noetic.layers.pipelines`, `noetic.layers.steering`).
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
 from noetic.layers.call import LayeredCall
 from noetic.layers.contract import CallResult
 from noetic.layers.layer_set import LayerSet
+from noetic.layers.pipelines import append_items
+from noetic.layers.steering import MAX_STEERING_RETRIES, guard_tool_calls, judge_response
 from noetic.layers.usage import window_usage
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import OutT, Step
-from noetic.tools import Tool, cancelled_output, run_tool_call
+from noetic.tools import Tool, cancelled_output, error_output, run_tool_call
 from noetic.usage import RoundUsage, StepMeta, add_optional
 
 if TYPE_CHECKING:
@@ -138,9 +145,11 @@ class CallModel(Step[OutT]):
         run = ctx._exec
         adapter = run.harness.resolve_model(self.model)
         if isinstance(input, str) and input:
-            ctx.item_log.append(user_message(input))
+            await append_items(ctx, [user_message(input)])  # through on_item_append (LY-2)
         instructions = await self._instructions(ctx)
-        layered = None if ctx._layers is None else await self._prepare_layers(ctx, input, instructions)
+        layered = (
+            None if ctx._layers is None else await self._prepare_layers(ctx, input, instructions, adapter)
+        )
         tools = {t.name: t for t in (*run.harness.tools, *self.tools)}
         if layered is not None:
             tools = {**layered.frame.tools(), **tools}
@@ -151,14 +160,16 @@ class CallModel(Step[OutT]):
         cost = billed = to_decimal(0)
         calls: list[FunctionCallItem] = []
         rounds: list[RoundUsage] = []
-        tool_rounds = output_attempts = 0
+        tool_rounds = output_attempts = steering_retries = 0
         parsed: Any = None
         round_no = -1
         while True:
             round_no += 1
             request = ModelRequest(
                 model_id=adapter.model_id,
-                items=tuple(ctx.item_log.items) if layered is None else layered.view(ctx.item_log.items),
+                items=tuple(ctx.item_log.items)
+                if layered is None
+                else await layered.view(ctx.item_log.items),
                 instructions=instructions,
                 tools=definitions,
                 output_schema=output_schema,
@@ -179,6 +190,12 @@ class CallModel(Step[OutT]):
             usage = round_usage if round_no == 0 else _add_usage(usage, round_usage)
             cost += round_cost
             billed += round_billed
+            if layered is not None:
+                guidance = await judge_response(ctx, response, self.id)  # after_model_call (LY-5)
+                if guidance is not None and steering_retries < MAX_STEERING_RETRIES:
+                    steering_retries += 1
+                    layered.guide(guidance)
+                    continue  # the same round again, the response dropped
             for item in response.items:
                 ctx.item_log.append(item)
             round_calls = [i for i in response.items if isinstance(i, FunctionCallItem)]
@@ -192,9 +209,11 @@ class CallModel(Step[OutT]):
                     )
                 tool_rounds += 1
                 calls.extend(round_calls)
-                await self._run_tools(round_calls, tools, ctx)
+                rerender = await self._run_tools(round_calls, tools, ctx)
                 if ctx.aborted:  # CTX-17: the tools ran to their end; no further round starts
                     raise cancelled(ctx.abort_reason)
+                if rerender and layered is not None:
+                    await layered.rerender(rerender)
                 continue
             if self.output is None:
                 break
@@ -229,7 +248,9 @@ class CallModel(Step[OutT]):
         await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
         return self._final_output(response_items, parsed)
 
-    async def _prepare_layers(self, ctx: Context, input: Any, instructions: str | None) -> LayeredCall:
+    async def _prepare_layers(
+        self, ctx: Context, input: Any, instructions: str | None, adapter: ModelAdapter
+    ) -> LayeredCall:
         """Recall and band the context's layers for this step (they join the view each round)."""
         frame = ctx._layers
         assert frame is not None
@@ -246,6 +267,7 @@ class CallModel(Step[OutT]):
             instructions=instructions,
             query=query,
             projection=projection,
+            model=adapter,
         )
         if ctx.aborted:
             raise cancelled(ctx.abort_reason)
@@ -347,46 +369,58 @@ class CallModel(Step[OutT]):
 
     async def _run_tools(
         self, calls: list[FunctionCallItem], tools: Mapping[str, Tool], ctx: Context
-    ) -> None:
+    ) -> set[str]:
         """Run a round's calls concurrently and append their outputs in call order.
 
-        However the round ends — a tool cut by `cancelled`, the turn's task cancelled from
-        outside — every call gets an output: a call that did not finish gets a cancelled one,
-        so the log never holds a call without its output (IL-8).
+        Each call first passes the layers' `before_tool_call` guards (one call after another);
+        the outputs then reach the log through `on_item_append`, and the ids of the layers a
+        re-render asked for are returned (LY-2, LY-6). However the round ends — a tool cut by
+        `cancelled`, the turn's task cancelled from outside — every call gets an output: a call
+        that did not finish gets a cancelled one, so the log never holds a call without its
+        output (IL-8).
         """
         run = ctx._exec
         outputs: list[FunctionCallOutputItem | None] = [None] * len(calls)
         stopped: list[NoeticError] = []
+        guarded: list[FunctionCallItem | str] = []
 
         async def one(index: int, call: FunctionCallItem) -> None:
             run.emit("tool_call_started", {"call_id": call.call_id, "name": call.name})
+            allowed = guarded[index]
             tracer = run.tracer
             try:
-                if tracer is None:
-                    item, is_error = await run_tool_call(call, tools, ctx)
+                if isinstance(allowed, str):  # blocked by before_tool_call (LY-6)
+                    item, is_error = error_output(call, allowed), True
+                elif tracer is None:
+                    item, is_error = await run_tool_call(allowed, tools, ctx)
                 else:
-                    item, is_error = await _traced_tool_call(tracer, call, tools, ctx)
+                    item, is_error = await _traced_tool_call(tracer, allowed, tools, ctx)
             except NoeticError as exc:  # only `cancelled` leaves run_tool_call
                 stopped.append(exc)
                 return
             outputs[index] = item
             run.emit("tool_call_completed", {"call_id": call.call_id, "name": call.name, "error": is_error})
 
+        finished = False
         try:
+            guarded.extend(await guard_tool_calls(ctx, calls))
             if len(calls) == 1:
                 await one(0, calls[0])
             else:
                 async with anyio.create_task_group() as tg:
                     for index, call in enumerate(calls):
                         tg.start_soon(one, index, call)
+            finished = not stopped
         finally:
-            reason = (
-                (stopped[0].reason if stopped else None) or ctx.abort_reason or "the turn was interrupted"
-            )
-            for call, output in zip(calls, outputs, strict=True):
-                ctx.item_log.append(output if output is not None else cancelled_output(call, reason))
+            if not finished:
+                reason = (
+                    (stopped[0].reason if stopped else None) or ctx.abort_reason or "the turn was interrupted"
+                )
+                for call, output in zip(calls, outputs, strict=True):
+                    ctx.item_log.append(output if output is not None else cancelled_output(call, reason))
         if stopped:
             raise stopped[0]
+        return await append_items(ctx, [o for o in outputs if o is not None])
 
     def _final_output(self, items: Sequence[Item], parsed: Any) -> Any:
         """The step output: the last assistant text, or the value validated against `output=`."""

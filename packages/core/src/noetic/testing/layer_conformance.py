@@ -16,9 +16,13 @@ The tests are `@pytest.mark.anyio` coroutines, so they run on whatever `anyio_ba
 conftest selects. They check the contract (LY-13: id, slot, scope, budget, placement, hooks
 async, `provides` well formed) and run the layer for real in an `AgentHarness` on a scripted
 model — two turns on one thread, a spawn, parallel paths, its provided functions called from
-code and by the model, and `harness.cancel` — failing on any hook error the runtime had to
-recover from (the runtime logs those on the `noetic.layers` logger) and on state that is not
-plain JSON data (state must survive a checkpoint).
+code and by the model, a tool round (so `on_item_append`, `project_history`,
+`after_model_call` and `before_tool_call` run), a spawn child running while its parent stores
+(`on_parent_update`), two harnesses sharing a checkpoint store, and `harness.cancel` — failing
+on any hook error the runtime had to recover from (the runtime logs those on the
+`noetic.layers` logger, including a hook returning the wrong type) and on state that is not
+plain JSON data (state must survive a checkpoint). A guard that blocks the tool or denies the
+response is behaving, not failing.
 """
 
 from __future__ import annotations
@@ -33,9 +37,13 @@ import anyio
 import pytest
 
 import noetic as nt
+from noetic.durable.memory import MemoryCheckpointStore
 from noetic.items import FunctionCallOutputItem
+from noetic.layers.checkpoint_state import LAYER_STATE_PREFIX
 from noetic.layers.contract import HOOK_NAMES, LayerFunction, validate_layer
 from noetic.layers.layer_set import LayerSet
+from noetic.layers.storage import scope_key
+from noetic.steps.base import execute
 from noetic.testing.scripted import ScriptedModel, text_reply, tool_call_reply
 
 __all__ = ["LayerConformance"]
@@ -45,6 +53,28 @@ def _hook_failures(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage() for r in caplog.records if r.name == "noetic.layers" and r.levelno >= logging.WARNING
     ]
+
+
+async def _echo(args: dict[str, Any]) -> Any:
+    return args
+
+
+#: A harmless tool the model calls in the tool-round check.
+ECHO_TOOL = nt.tool(
+    "conformance_echo",
+    description="Echo the arguments.",
+    input={"type": "object", "properties": {"text": {"type": "string"}}},
+    execute=_echo,
+)
+
+
+async def _run_allowing_a_deny(harness: nt.AgentHarness, text: str) -> None:
+    """Run one turn; a layer denying the response (`steering_denied`) is a valid outcome."""
+    try:
+        await harness.run(text)
+    except nt.NoeticError as exc:
+        if exc.code != "steering_denied":
+            raise
 
 
 def _export(ctx: nt.Context) -> dict[str, Any]:
@@ -191,3 +221,75 @@ class LayerConformance:
             with pytest.raises(nt.NoeticError):
                 await h.get_agent_response()
         assert not _hook_failures(caplog)
+
+    @pytest.mark.anyio
+    async def test_a_tool_round(self, layer: Any, caplog: pytest.LogCaptureFixture) -> None:
+        """A model step with one tool round: the append, projection and guard hooks run (LY-2,
+        LY-4..LY-6) without a recovered error; a block or a deny is a valid answer."""
+        caplog.set_level(logging.WARNING, logger="noetic.layers")
+        model = ScriptedModel(
+            [tool_call_reply("conformance_echo", {"text": "hi"})], default=ScriptedModel.echo().default
+        )
+        graph = nt.call_model("answer", tools=[ECHO_TOOL])
+        async with nt.AgentHarness("conformance", agent_graph=graph, model=model, layers=[layer]) as h:
+            await _run_allowing_a_deny(h, "use the tool")
+        assert not _hook_failures(caplog)
+
+    @pytest.mark.anyio
+    async def test_a_spawn_child_running_while_the_parent_stores(
+        self, layer: Any, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """The parent stores while a spawn child runs, so the child's `on_parent_update` runs
+        (LY-9) without a recovered error and the states stay plain JSON."""
+        caplog.set_level(logging.WARNING, logger="noetic.layers")
+        release, running = anyio.Event(), anyio.Event()
+
+        async def child(value: Any, ctx: nt.Context) -> Any:
+            running.set()
+            with anyio.fail_after(10):
+                await release.wait()
+            return value
+
+        async def body(value: Any, ctx: nt.Context) -> Any:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(execute, nt.spawn("child", nt.run_code("wait", child)), None, ctx)
+                with anyio.fail_after(10):
+                    await running.wait()
+                try:
+                    await execute(nt.call_model("parent"), "hello", ctx)
+                finally:
+                    release.set()
+            _export(ctx)
+            return value
+
+        graph = nt.run_code("main", body)
+        async with nt.AgentHarness(
+            "conformance", agent_graph=graph, model=ScriptedModel.echo(), layers=[layer]
+        ) as h:
+            await _run_allowing_a_deny(h, "go")
+        assert not _hook_failures(caplog)
+
+    @pytest.mark.anyio
+    async def test_state_in_a_checkpoint_store(self, layer: Any, caplog: pytest.LogCaptureFixture) -> None:
+        """With `storage=`, durable state is written to the checkpoint store as JSON, and a
+        second harness on the same store (a restart) runs the layer without errors (LY-16)."""
+        caplog.set_level(logging.WARNING, logger="noetic.layers")
+        store = MemoryCheckpointStore()
+        keys: list[str] = []
+
+        def capture(value: Any, ctx: nt.Context) -> Any:
+            keys.append(scope_key(getattr(layer, "scope", "thread"), ctx))
+            return value
+
+        graph = nt.sequence("g", [nt.call_model("answer"), nt.run_code("capture", capture)])
+        for _ in range(2):
+            async with nt.AgentHarness(
+                "conformance", agent_graph=graph, model=ScriptedModel.echo(), layers=[layer], storage=store
+            ) as h:
+                await h.run("remember this", thread_id="conformance-thread", resource_id="conformance-res")
+        assert not _hook_failures(caplog)
+        for key in await store.list_prefix(LAYER_STATE_PREFIX):
+            assert key.startswith(f"{LAYER_STATE_PREFIX}layers/{layer.id}/{keys[-1]}/"), key
+            text = await store.get(key)
+            assert text is not None
+            json.loads(text)
