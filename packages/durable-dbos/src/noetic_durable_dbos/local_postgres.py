@@ -86,9 +86,18 @@ class LocalPostgres:
 
     def _run(self, *argv: str, timeout: float = 120.0) -> None:
         command = [str(self.bin / argv[0]), *argv[1:]]
-        if self._as_postgres:
-            command = ["runuser", "-u", "postgres", "--", *command]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        # as root, drop to the `postgres` user in the child itself (no `runuser` on PATH needed)
+        user = "postgres" if self._as_postgres else None
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            user=user,
+            group=user,
+            extra_groups=[] if user else None,
+        )
         if done.returncode != 0:
             raise NoeticConfigError(
                 "POSTGRES_FAILED",
