@@ -55,8 +55,10 @@ async def test_an_unchanged_snapshot_is_not_written_again() -> None:
     store = Spy()
     async with nt.AgentHarness("t", agent_graph=steps(5), storage=store) as h:
         await h.run("x", execution_id="e")
-    snapshots = [sets for sets, _ in store.batches if "execution:e:snapshot" in sets]
-    assert len(snapshots) == 1  # nothing in it changed after the first write
+    snapshots = [sets["execution:e:snapshot"] for sets, _ in store.batches if "execution:e:snapshot" in sets]
+    # nothing in it changed after the first write until the turn ended and recorded how (IN-1)
+    assert len(snapshots) == 2
+    assert '"outcome"' not in snapshots[0] and '"outcome":"completed"' in snapshots[1]
 
 
 async def test_turn_durability_writes_at_turn_end_only() -> None:

@@ -24,7 +24,15 @@ records = st.lists(
 def fake_ctx() -> Any:
     """The counters `record` reads from a context."""
     return SimpleNamespace(
-        _cost=Decimal(0), _in=0, _out=0, _cached=None, last_step_meta=None, item_log=ItemLog()
+        _cost=Decimal(0),
+        _billed=Decimal(0),
+        _held=Decimal(0),
+        _in=0,
+        _out=0,
+        _cached=None,
+        _layer_usage=None,
+        last_step_meta=None,
+        item_log=ItemLog(),
     )
 
 

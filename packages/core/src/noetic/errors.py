@@ -65,6 +65,8 @@ RUNTIME_CODES = frozenset(
         "UNKNOWN_AGENT",
         "EXECUTION_FAILED",
         "RESULT_TIMEOUT",
+        # noetic-inspector: a write through the inspector's read-only store
+        "INSPECTOR_READ_ONLY",
     }
 )
 
@@ -118,6 +120,9 @@ CONFIG_CODES = frozenset(
         # noetic-durable-dbos: the throwaway PostgreSQL server of tests and benchmarks
         "POSTGRES_NOT_INSTALLED",
         "POSTGRES_FAILED",
+        # harness inspect= / NOETIC_INSPECT, and noetic-inspector's store argument
+        "INSPECT_URL_INVALID",
+        "INSPECTOR_STORE_MISSING",
     }
 )
 

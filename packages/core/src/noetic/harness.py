@@ -16,6 +16,7 @@ that entered it: the block's own exception is what the caller sees.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from noetic.channels import Channel, ChannelHandle, ChannelHub
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import Context
 from noetic.ids import new_item_id
+from noetic.inspect_sink import EventSink, inspect_url
 from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.anchoring import AnchorStore, ContextCacheConfig
 from noetic.layers.budgets import Projection
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from noetic.durable.items import Declarations
     from noetic.durable.ledger import StepLedgerRetention
     from noetic.durable.recorder import Durability, Restored
+    from noetic.durable.snapshot import Outcome
     from noetic.durable.store import CheckpointStore
     from noetic.fs.contract import FsAdapter
     from noetic.plugins import NoeticPluginManager
@@ -197,6 +200,8 @@ class AgentHarness(Generic[OutT]):
     the next step starts) or `"turn"` (when the turn ends); see `noetic.durable.recorder`.
     `context_cache` configures prompt-cache anchoring (a `ContextCacheConfig` or a dict such as
     `{"enabled": False}`); `projection` is the token budget of model steps that set none.
+    `inspect` (default: the `NOETIC_INSPECT` environment variable) is the URL of a running
+    `noetic inspect` page that receives every stream event live (`noetic.inspect_sink`).
     `background_grace` bounds how long leaving the block waits for background jobs such as
     cost reconciliation (seconds, default 10); jobs still running then are cancelled and the
     costs they would have settled stay held (`held_cost`), counted in
@@ -225,6 +230,7 @@ class AgentHarness(Generic[OutT]):
         projection: Projection | Mapping[str, Any] | None = None,
         plugins: NoeticPluginManager | Iterable[object] | None = None,
         channel_timeout: float = 30.0,
+        inspect: str | None = None,
         background_grace: float = DEFAULT_BACKGROUND_GRACE,
         tracer_provider: TracerProvider | None = None,
         tracing: bool = True,
@@ -274,6 +280,9 @@ class AgentHarness(Generic[OutT]):
         self._yields_to_subscribe = 2
         self._background = 0
         self._background_idle: anyio.Event | None = None
+        url = inspect_url(inspect if inspect is not None else os.environ.get("NOETIC_INSPECT"))
+        #: Where stream events go live (`inspect=`), or None.
+        self.inspect_sink = EventSink(url) if url is not None else None
         self._background_scopes: set[anyio.CancelScope] = set()
         self._worker_scopes: set[anyio.CancelScope] = set()
         #: Seconds leaving the `async with` block waits for background jobs (cost
@@ -544,6 +553,7 @@ class AgentHarness(Generic[OutT]):
         session = self._sessions.get(key)
         if session is None:
             session = self._sessions[key] = _Session(key, self.name)
+            session.stream.tap = self.inspect_sink
         return session
 
     def _enqueue(
@@ -755,7 +765,10 @@ class AgentHarness(Generic[OutT]):
         self._channels.close(ctx.id)  # CH-13: what the turn sent and nobody received ends here
         session.log._listeners.clear()  # the finished execution must not stay reachable from the log
         if run.recorder is not None:
-            await run.recorder.close(run)
+            outcome: Outcome = (
+                "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
+            )
+            await run.recorder.close(run, outcome, None if error is None else error.message)
         await run.layers.finish_root(error)
         if ctx.completed:
             output = ctx.completion_value

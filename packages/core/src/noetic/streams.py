@@ -12,7 +12,7 @@ woken once per batch.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
@@ -75,13 +75,15 @@ def _end_types(harness_name: str) -> frozenset[str]:
 class TurnStream:
     """The events of one thread's turns and their subscribers."""
 
-    __slots__ = ("_buffer", "_end_types", "_subscribers", "active", "closed")
+    __slots__ = ("_buffer", "_end_types", "_subscribers", "active", "closed", "tap")
 
     def __init__(self, harness_name: str):
         self._buffer: deque[StreamEvent] = deque(maxlen=_BUFFER)
         self._subscribers: list[Subscription] = []
         self._end_types = _end_types(harness_name)
         self.active = False
+        #: Called with every event as it is delivered (the inspector's `EventSink`), or None.
+        self.tap: Callable[[StreamEvent], None] | None = None
         #: Set when the harness has exited: no turn will come, so subscriptions end.
         self.closed = False
 
@@ -103,6 +105,8 @@ class TurnStream:
         """Deliver one event that cannot end the turn (a model delta) to the buffer and every
         subscriber; a waiting subscriber is woken once."""
         self._buffer.append(event)
+        if self.tap is not None:
+            self.tap(event)
         for sub in self._subscribers:
             sub.pending.append(event)
             wake = sub.wake

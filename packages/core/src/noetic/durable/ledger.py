@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -52,8 +53,9 @@ from noetic.durable.store import (
     encode_document,
     execution_prefix,
 )
+from noetic.durable.trace import trace_row
 from noetic.errors import NoeticConfigError, NoeticError
-from noetic.usage import RoundUsage, StepMeta
+from noetic.usage import LastLayerUsage, RoundUsage, StepMeta
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
@@ -214,9 +216,25 @@ class LedgerWrite:
 class _Mark:
     """A context's counters when a step started, to measure what the step added."""
 
-    __slots__ = ("cached", "cost", "input", "input_hash", "items", "meta", "output")
+    __slots__ = (
+        "billed",
+        "cached",
+        "cost",
+        "held",
+        "input",
+        "input_hash",
+        "items",
+        "layer_usage",
+        "meta",
+        "output",
+        "started",
+    )
 
     def __init__(self, ctx: Context, input_hash: str):
+        self.started = time.monotonic()
+        self.layer_usage = ctx._layer_usage
+        self.billed = ctx._billed
+        self.held = ctx._held
         self.cost = ctx._cost
         self.input = ctx._in
         self.output = ctx._out
@@ -278,6 +296,8 @@ class StepLedger:
         "_prefix",
         "_rows",
         "_stale",
+        "attempt",
+        "execution_id",
         "retention",
         "stats",
     )
@@ -288,8 +308,12 @@ class StepLedger:
         *,
         retention: StepLedgerRetention,
         recovered: LedgerWindow | None = None,
+        attempt: int = 1,
     ):
         window = recovered or LedgerWindow()
+        self.execution_id = execution_id
+        #: Which attempt at the execution this is (1, then one more per resume), for the trace.
+        self.attempt = attempt
         self._prefix = ledger_prefix(execution_id)
         self.retention = retention
         self.stats = StepLedgerStats()
@@ -398,6 +422,9 @@ class StepLedger:
             self._paths.remove(oldest)  # a recovered entry still replays in this attempt
             self.stats.evicted += 1
         self.stats.recorded += 1
+        traced = self._trace(seq, path, step, ctx, mark)  # not among the rows: never compacted
+        if traced is not None:
+            sets[traced[0]] = traced[1]
         return LedgerWrite(sets, deletes)
 
     def _row(self, path: str, step: Step, output: Any, ctx: Context, mark: _Mark) -> str | None:
@@ -428,6 +455,41 @@ class StepLedger:
         # The items' texts are cached per item and the output is encoded once: both spliced in.
         return f'{head_text[:-1]},"items":{items_text},"output":{output_text}}}'
 
+    def _trace(self, seq: int, path: str, step: Step, ctx: Context, mark: _Mark) -> tuple[str, str] | None:
+        """The step's trace row (IN-1), or None when its layer usage is not JSON."""
+        meta = ctx.last_step_meta
+        own = meta is not None and meta is not mark.meta and meta.step_id == step.id
+        # Only a usage the call already measured (a call with layers): measuring one that was
+        # left lazy walks the whole request, which would make every step cost O(history).
+        measured = ctx._layer_usage
+        usage = (
+            measured
+            if own and measured is not mark.layer_usage and isinstance(measured, LastLayerUsage)
+            else None
+        )
+        try:
+            return trace_row(
+                self.execution_id,
+                {
+                    "seq": seq,
+                    "attempt": self.attempt,
+                    "path": path,
+                    "step_id": step.id,
+                    "kind": step.kind,
+                    "completed_at": datetime.now(UTC).isoformat(),
+                    "duration_ms": round((time.monotonic() - mark.started) * 1000, 3),
+                    "cost": str(ctx._cost - mark.cost),
+                    "billed_cost": str(ctx._billed - mark.billed),
+                    "held_cost": str(ctx._held - mark.held),
+                    "usage": [ctx._in - mark.input, ctx._out - mark.output, _delta(ctx._cached, mark.cached)],
+                    "layer_usage": None
+                    if usage is None
+                    else usage.model_dump(mode="json", exclude=_NO_ITEMS),
+                },
+            )
+        except (TypeError, ValueError):
+            return None
+
     def _dropped(self, counter: str, path: str, why: str) -> None:
         count = getattr(self.stats, counter) + 1
         setattr(self.stats, counter, count)
@@ -438,6 +500,10 @@ class StepLedger:
                 path,
                 why,
             )
+
+
+#: The layer usage in a trace row leaves out the items each layer contributed (the log has them).
+_NO_ITEMS: Any = {"layers": {"__all__": {"items"}}}
 
 
 def _delta(after: int | None, before: int | None) -> int | None:

@@ -31,12 +31,14 @@ from noetic.durable.items import Declarations
 from noetic.durable.ledger import LedgerWindow, LedgerWrite, StepLedger, StepLedgerRetention, load_ledger
 from noetic.durable.snapshot import (
     ExecutionSnapshot,
+    Outcome,
     SnapshotWriter,
     import_layers,
     is_plain_json,
     load_snapshot,
     snapshot_key,
     start_rows,
+    workflow_document,
 )
 from noetic.durable.store import CheckpointStore, Claim, corrupt, describe_error, execution_prefix
 from noetic.errors import NoeticConfigError, NoeticError
@@ -165,12 +167,14 @@ class Recorder:
         if self._staged_body is not None:
             self._saved_body, self._staged_body = self._staged_body, None
 
-    async def close(self, run: Execution) -> None:
+    async def close(self, run: Execution, outcome: Outcome | None = None, reason: str | None = None) -> None:
         """Write what is still staged (the turn's steps under `"turn"`, or rows a failed write
-        left), then release the claim (shielded: it must happen even on cancellation)."""
+        left) with the snapshot recording the turn's `outcome` and failure `reason`, then
+        release the claim (shielded: it must happen even on cancellation)."""
         with anyio.CancelScope(shield=True):
             try:
-                if self._mode == "turn" or self._sets or self._deletes:
+                self._writer.outcome, self._writer.reason = outcome, reason
+                if outcome is not None or self._mode == "turn" or self._sets or self._deletes:
                     await self.save(run)
             finally:
                 await self._claim.release()
@@ -223,7 +227,8 @@ async def begin(
             execution_id=ctx.id,
         )
     try:
-        start = start_rows(ctx, input=input, first_item=first_item)
+        workflow = workflow_document(run.harness.agent_graph)
+        start = start_rows(ctx, input=input, first_item=first_item, workflow=workflow)
     except (TypeError, ValueError) as exc:
         await claim.release()
         log.warning("execution %s is not checkpointed: its history is not plain JSON (%s)", ctx.id, exc)
@@ -264,8 +269,9 @@ class Restored:
         ctx = run.root
         assert ctx is not None
         snap = self.snapshot
-        run.ledger = StepLedger(ctx.id, retention=retention, recovered=self.window)
-        run.recorder = Recorder(self.store, self.claim, SnapshotWriter(ctx.id), mode=durability)
+        attempt = snap.attempt + 1
+        run.ledger = StepLedger(ctx.id, retention=retention, recovered=self.window, attempt=attempt)
+        run.recorder = Recorder(self.store, self.claim, SnapshotWriter(ctx.id, attempt), mode=durability)
         try:
             await import_layers(run, snap.layers)
         except Exception as exc:  # noqa: BLE001 - a layer rejecting forged state must not escape raw

@@ -3,13 +3,17 @@
 Two records, so that no step ever writes the history again:
 
 - the **start record** at `execution:{id}:start`, written once when the execution begins:
-  its identity (`execution_id`, `thread_id`, `resource_id`), the graph input, `first_item`
-  and the item log as it stood at the start (history and turn input). Everything the steps
+  its identity (`execution_id`, `thread_id`, `resource_id`), the graph input, `first_item`,
+  `started_at`, the JSON workflow document when the agent graph is one (`workflow`, for the
+  inspector, IN-1) and the item log as it stood at the start (history and turn input). Everything the steps
   append comes back from their ledger entries, in order, or from running them again. A large
   history is split into parts (`noetic.durable.parts`).
 - the **snapshot** at `execution:{id}:snapshot`: what changes as the execution runs — the
   root `state` when it is plain JSON, `complete()`'s signal, the layer states (through the
-  layer runtime's `export_state()`) and `captured_at`. It is rewritten in the same atomic
+  layer runtime's `export_state()`), `captured_at`, which `attempt` wrote it (1, then one
+  more per resume) and, once that attempt's turn ended, its `outcome` (`completed`, `failed`
+  or `aborted`), the error's message as `reason` (at most `MAX_REASON` characters) and
+  `ended_at` (IN-1). It is rewritten in the same atomic
   batch as a completed step's ledger entry, when it changed (the recorder compares).
 
 Both carry a version. Another version raises `NoeticConfigError("CHECKPOINT_SCHEMA_MISMATCH")`;
@@ -25,9 +29,18 @@ import inspect
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, StrictBool, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    NonNegativeInt,
+    PositiveInt,
+    StrictBool,
+    StringConstraints,
+    ValidationError,
+)
 
 from noetic.durable.items import Declarations, ItemsRecord, items_json, load_items
 from noetic.durable.parts import join_record, split_record
@@ -47,19 +60,27 @@ if TYPE_CHECKING:
     from noetic.runtime import Execution
 
 __all__ = [
+    "MAX_REASON",
     "SNAPSHOT_VERSION",
     "ExecutionSnapshot",
+    "Outcome",
     "SnapshotWriter",
     "import_layers",
     "is_plain_json",
+    "execution_ids",
     "load_snapshot",
     "snapshot_key",
     "start_key",
     "start_rows",
+    "workflow_document",
 ]
 
 #: The layout of the start record and the snapshot this code writes and reads.
 SNAPSHOT_VERSION = 2
+#: How an attempt's turn ended, as the snapshot records it.
+Outcome = Literal["completed", "failed", "aborted"]
+#: The longest failure reason a snapshot keeps (characters).
+MAX_REASON = 1000
 
 
 def snapshot_key(execution_id: str) -> str:
@@ -70,6 +91,18 @@ def snapshot_key(execution_id: str) -> str:
 def start_key(execution_id: str) -> str:
     """Where an execution's start record lives."""
     return f"{execution_prefix(execution_id)}start"
+
+
+async def execution_ids(store: CheckpointStore) -> list[str]:
+    """The ids of every execution `store` holds a snapshot of, in key order."""
+    head, tail = "execution:", ":snapshot"
+    return [
+        unquote(key[len(head) : -len(tail)])
+        for key in await store.list_prefix(head)
+        if key.endswith(tail)
+        and key.count(":") == 2
+        and execution_prefix(unquote(key[len(head) : -len(tail)])) + "snapshot" == key
+    ]
 
 
 def is_plain_json(value: Any) -> bool:
@@ -96,6 +129,8 @@ class StartRecord(_Strict):
     resource_id: str | None = None
     input: Any = None
     first_item: NonNegativeInt
+    started_at: str | None = None
+    workflow: dict[str, Any] | None = None
     items: ItemsRecord
 
 
@@ -127,6 +162,10 @@ class SnapshotRecord(_Strict):
     completed: StrictBool = False
     completion_value: Any = None
     layers: SavedLayers | None = None
+    attempt: PositiveInt = 1
+    outcome: Outcome | None = None
+    reason: Annotated[str, StringConstraints(max_length=MAX_REASON)] | None = None
+    ended_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +185,33 @@ class ExecutionSnapshot:
     completion_value: Any
     layers: Any
     captured_at: str
+    started_at: str | None = None
+    workflow: dict[str, Any] | None = None
+    attempt: int = 1
+    outcome: Outcome | None = None
+    reason: str | None = None
+    ended_at: str | None = None
 
 
 # --- writing ----------------------------------------------------------------------------------
 
 
-def start_rows(ctx: Context, *, input: Any, first_item: int) -> dict[str, str]:
+def workflow_document(graph: Any) -> dict[str, Any] | None:
+    """The JSON workflow document an agent graph was hydrated from (`nt.workflow`), or None."""
+    if getattr(graph, "kind", None) != "workflow":
+        return None
+    document = getattr(graph, "document", None)
+    dump = getattr(document, "model_dump", None)
+    if dump is None:
+        return None
+    data: dict[str, Any] = dump(mode="json", by_alias=True, exclude_none=True)
+    return data
+
+
+def start_rows(ctx: Context, *, input: Any, first_item: int, workflow: Any = None) -> dict[str, str]:
     """The rows of the start record of the execution of root context `ctx`, before its first
-    step ran (its log is the base log); raises `TypeError`/`ValueError` if it is not JSON."""
+    step ran (its log is the base log; `workflow` is its `workflow_document`); raises
+    `TypeError`/`ValueError` if it is not JSON."""
     record = {
         "v": SNAPSHOT_VERSION,
         "execution_id": ctx.id,
@@ -161,7 +219,10 @@ def start_rows(ctx: Context, *, input: Any, first_item: int) -> dict[str, str]:
         "resource_id": ctx.resource_id,
         "input": input,
         "first_item": first_item,
+        "started_at": datetime.now(UTC).isoformat(),
     }
+    if workflow is not None:
+        record["workflow"] = workflow
     text = f'{encode_document(record)[:-1]},"items":{items_json(ctx.item_log.items)}}}'
     return split_record(start_key(ctx.id), text)
 
@@ -169,11 +230,15 @@ def start_rows(ctx: Context, *, input: Any, first_item: int) -> dict[str, str]:
 class SnapshotWriter:
     """Captures one execution's snapshot."""
 
-    __slots__ = ("execution_id", "key")
+    __slots__ = ("attempt", "execution_id", "key", "outcome", "reason")
 
-    def __init__(self, execution_id: str):
+    def __init__(self, execution_id: str, attempt: int = 1):
         self.execution_id = execution_id
         self.key = snapshot_key(execution_id)
+        self.attempt = attempt
+        #: Set when the attempt's turn has ended (the last capture records it).
+        self.outcome: Outcome | None = None
+        self.reason: str | None = None
 
     async def capture(self, run: Execution) -> tuple[str, str]:
         """`(body, document)` of the snapshot of `run` now: `body` is the document without its
@@ -187,6 +252,11 @@ class SnapshotWriter:
         if root.completed:
             doc["completed"], doc["completion_value"] = True, root.completion_value
         doc["layers"] = await export_layers(run)
+        doc["attempt"] = self.attempt
+        if self.outcome is not None:
+            doc["outcome"], doc["ended_at"] = self.outcome, datetime.now(UTC).isoformat()
+            if self.reason is not None:
+                doc["reason"] = self.reason[:MAX_REASON]
         body = encode_document(doc)
         stamp = encode_document(datetime.now(UTC).isoformat())
         return body, f'{body[:-1]},"captured_at":{stamp}}}'
@@ -264,6 +334,12 @@ async def load_snapshot(
         completion_value=snap.completion_value,
         layers=raw["layers"] if snap.layers is not None else None,
         captured_at=snap.captured_at,
+        started_at=start.started_at,
+        workflow=start.workflow,
+        attempt=snap.attempt,
+        outcome=snap.outcome,
+        reason=snap.reason,
+        ended_at=snap.ended_at,
     )
 
 
