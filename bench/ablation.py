@@ -7,16 +7,26 @@ noise. Instruction counts from valgrind's cachegrind are deterministic (±0.01 %
 depend on load. For each part this runs the S1 round trip 20 and 220 times under cachegrind,
 with that part stubbed out, and reports instructions per round trip (two model rounds); the
 difference to `base` is what the part costs. A stubbed run is not a correct run: it only
-measures. Parts:
+measures. Every run but `gc`'s has the cyclic garbage collector off: where its collections
+fall moves with every allocation, which would scatter a part's saving by tens of thousands of
+instructions. Parts:
 
+- `gc`: the cyclic garbage collector (the one part that adds: collector on);
 - `emit`: framework events (`Execution.emit`; payloads are still built);
-- `nogc`: the cyclic garbage collector;
 - `abortable`: `ctx.abortable()` cancel scopes;
 - `fake`: the fake model's own work (prebuilt responses instead);
 - `user_message`: building the user message item;
 - `add_usage`: summing `RoundUsage` per round;
 - `encode`: JSON-encoding the tool result;
-- `validate`: validating the tool arguments.
+- `validate`: validating the tool arguments;
+- `accounting`: accepting each round's usage and cost (`noetic.accounting.accept_round`);
+- `tracing`: the tracing checks when nothing records (the caller's OpenTelemetry context per
+  input, the tracer lookup per execution);
+- `step_boundary`: the cancellation point at every step start;
+- `subscribe_yields`: the yields at the start of `run()` / `execute()` that let a just-started
+  watcher subscribe first;
+- `durable`: attaching durability to a turn (`_make_durable`; nothing without `storage=`);
+- `layers_root`: starting and finishing the root's layer lifecycle (no layers configured).
 """
 
 from __future__ import annotations
@@ -65,11 +75,10 @@ def _stub(part: str, undo: Undo) -> None:
 
     if part == "emit":
         _patch(rt.Execution, "emit", lambda self, event, data: None, undo)
-    elif part == "nogc":
+    elif part == "gc":
         import gc
 
-        gc.disable()
-        undo.append(gc.enable)
+        gc.enable()
     elif part == "abortable":
         scope = _NoScope()
         _patch(ec.Context, "abortable", lambda self: scope, undo)
@@ -94,27 +103,74 @@ def _stub(part: str, undo: Undo) -> None:
     elif part == "validate":
         args = subject.AddArgs(a=1, b=2)
         _patch(Schema, "validate_json", lambda self, text: args, undo)
+    elif part == "accounting":
+        from decimal import Decimal
+
+        zero = Decimal(0)
+        _patch(mc, "accept_round", lambda response, model_id: (response.usage, zero, zero), undo)
+    elif part == "tracing":
+        from noetic.tracing import Tracing
+
+        _patch(Tracing, "caller_context", lambda self: None, undo)
+        _patch(Tracing, "tracer", lambda self: None, undo)
+    elif part == "step_boundary":
+        import noetic.steps.base as sb
+
+        async def no_boundary() -> None:
+            return None
+
+        _patch(sb, "step_boundary", no_boundary, undo)
+    elif part == "subscribe_yields":
+        import noetic.harness as hs
+
+        async def no_yields(yields: int) -> None:
+            return None
+
+        _patch(hs, "_let_started_tasks_subscribe", no_yields, undo)
+    elif part == "durable":
+        import noetic.harness as hs
+
+        async def not_durable(*args: Any) -> None:
+            return None
+
+        _patch(hs.AgentHarness, "_make_durable", not_durable, undo)
+    elif part == "layers_root":
+        from noetic.layers.runtime import LayerRuntime
+
+        async def nothing(*args: Any) -> None:
+            return None
+
+        _patch(LayerRuntime, "start_root", nothing, undo)
+        _patch(LayerRuntime, "finish_root", nothing, undo)
     elif part != "base":
         raise SystemExit(f"unknown part {part!r}")
 
 
 PARTS = (
     "base",
+    "gc",
     "emit",
-    "nogc",
     "abortable",
-    "layer_usage",
     "fake",
     "user_message",
     "add_usage",
     "encode",
     "validate",
+    "accounting",
+    "tracing",
+    "step_boundary",
+    "subscribe_yields",
+    "durable",
+    "layers_root",
 )
 
 
 async def _round_trips(part: str, runs: int) -> None:
+    import gc
+
     from subjects import noetic_subject as subject
 
+    gc.disable()
     _stub(part, [])
     async with subject.session() as run_once:
         for i in range(runs):
@@ -136,7 +192,8 @@ def main(parts: list[str]) -> None:
     for part in ["base", *[p for p in parts if p != "base"]]:
         per_run = (_instructions(part, 220) - _instructions(part, 20)) // 200
         base = per_run if base is None else base
-        saved = "" if part == "base" else f"  (the part costs {base - per_run:,})"
+        cost = per_run - base if part == "gc" else base - per_run
+        saved = "" if part == "base" else f"  (the part costs {cost:,})"
         print(f"{part:<13} {per_run:>10,} instructions per round trip{saved}", flush=True)
 
 

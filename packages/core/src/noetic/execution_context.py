@@ -122,12 +122,12 @@ class Context:
         "_span",
         "_started",
         "_step_count",
+        "_step_meta",
         "_unbounded_holds",
         "context",
         "depth",
         "id",
         "item_log",
-        "last_step_meta",
         "parent",
         "resource_id",
         "state",
@@ -142,7 +142,6 @@ class Context:
     context: Mapping[str, Any]
     thread_id: str
     resource_id: str | None
-    last_step_meta: StepMeta | None
 
     def __init__(
         self,
@@ -168,7 +167,7 @@ class Context:
         self.thread_id = thread_id or (parent.thread_id if parent else execution.thread_id)
         self.resource_id = resource_id or (parent.resource_id if parent else execution.resource_id)
         self._span: Span | None = None  # set when tracing (`span`)
-        self.last_step_meta = None
+        self._step_meta: StepMeta | Callable[[], StepMeta] | None = None
         self._layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None
         self._started = time.monotonic()
         self._step_count = 0
@@ -245,6 +244,18 @@ class Context:
     def fs(self) -> FsAdapter:
         """The harness filesystem; use it for every file operation inside steps and tools."""
         return self._exec.harness.fs
+
+    @property
+    def last_step_meta(self) -> StepMeta | None:
+        """Metadata of the last executed step (TU-3; None before one)."""
+        meta = self._step_meta
+        if callable(meta):  # built on first read: most runs never look at it
+            meta = self._step_meta = meta()
+        return meta
+
+    @last_step_meta.setter
+    def last_step_meta(self, meta: StepMeta | Callable[[], StepMeta] | None) -> None:
+        self._step_meta = meta
 
     @property
     def last_layer_usage(self) -> LastLayerUsage | None:

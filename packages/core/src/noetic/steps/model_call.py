@@ -156,7 +156,6 @@ class CallModel(Step[OutT]):
         definitions = tuple(t.definition for t in tools.values())
         output_schema = self._output_json_schema()
         first_item = len(ctx.item_log)
-        usage = _NO_USAGE
         cost = billed = to_decimal(0)
         calls: list[FunctionCallItem] = []
         rounds: list[RoundUsage] = []
@@ -184,10 +183,9 @@ class CallModel(Step[OutT]):
                 if run.tracer is None
                 else self._traced_round(adapter, request, ctx, round_no, layered)
             )
+            rounds.append(round_usage)
             if layered is not None:
                 layered.note_round(round_usage)
-                rounds.append(round_usage)
-            usage = round_usage if round_no == 0 else _add_usage(usage, round_usage)
             cost += round_cost
             billed += round_billed
             if layered is not None:
@@ -226,15 +224,9 @@ class CallModel(Step[OutT]):
                 output_attempts += 1
                 ctx.item_log.append(user_message(_retry_prompt(exc.details["problems"])))
         response_items = tuple(ctx.item_log.items[first_item:])
-        ctx.last_step_meta = StepMeta(
-            step_id=self.id,
-            kind=self.kind,
-            tool_calls=tuple(calls),
-            last_response_tool_calls=(),  # the loop above ends only on an answer without tools
-            usage=usage,
-            cost=float(cost),
-            billed_cost=float(billed),
-            response_items=response_items,
+        # built on first read (most runs never look at it), from figures that are final now
+        ctx.last_step_meta = partial(
+            _step_meta, self.id, self.kind, tuple(calls), rounds, float(cost), float(billed), response_items
         )
         if layered is None:
             # measured only if someone reads it; the closure keeps the view, not the context
@@ -476,6 +468,31 @@ async def _traced_tool_call(
         raise
     end_span(span, token)
     return item, is_error
+
+
+def _step_meta(
+    step_id: str,
+    kind: str,
+    calls: tuple[FunctionCallItem, ...],
+    rounds: list[RoundUsage],
+    cost: float,
+    billed_cost: float,
+    response_items: tuple[Item, ...],
+) -> StepMeta:
+    """The `StepMeta` of a finished model step; its usage sums every round's."""
+    usage = rounds[0] if rounds else _NO_USAGE
+    for round_usage in rounds[1:]:
+        usage = _add_usage(usage, round_usage)
+    return StepMeta(
+        step_id=step_id,
+        kind=kind,
+        tool_calls=calls,
+        last_response_tool_calls=(),  # a model step ends only on an answer without tools
+        usage=usage,
+        cost=cost,
+        billed_cost=billed_cost,
+        response_items=response_items,
+    )
 
 
 def _add_usage(a: RoundUsage, b: RoundUsage) -> RoundUsage:
