@@ -464,3 +464,37 @@ def test_importing_noetic_does_not_import_opentelemetry() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_a_provider_set_after_a_turn_traces_the_next_turn() -> None:
+    """Executions ask for the global provider each time: one set after an untraced turn (the
+    API's proxy then) is used by the next turn (a fresh process: it can be set only once)."""
+    script = textwrap.dedent(
+        """
+        import anyio
+        import noetic as nt
+        from noetic.testing import ScriptedModel, text_reply
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        exporter = InMemorySpanExporter()
+
+        async def main():
+            model = ScriptedModel([text_reply("one"), text_reply("two"), text_reply("three")])
+            async with nt.AgentHarness("bot", agent_graph=nt.call_model("answer"), model=model) as h:
+                await h.run("hi", thread_id="a")
+                await h.run("hi", thread_id="b")
+                provider = TracerProvider()
+                provider.add_span_processor(SimpleSpanProcessor(exporter))
+                trace.set_tracer_provider(provider)
+                await h.run("hi", thread_id="c")
+
+        anyio.run(main)
+        print(sorted(s.name for s in exporter.get_finished_spans()))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(sorted(["invoke_agent bot", "call_model answer", "chat scripted"]))

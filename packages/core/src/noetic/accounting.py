@@ -31,6 +31,7 @@ __all__ = ["accept_cost", "accept_hold", "accept_round", "accept_settlement", "a
 
 log = logging.getLogger("noetic.accounting")
 
+_ZERO = to_decimal(None)
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
 
 
@@ -76,6 +77,8 @@ def accept_cost(value: Any, field: str, model_id: str) -> Decimal:
 def accept_round(response: ModelResponse, model_id: str) -> tuple[RoundUsage, Decimal, Decimal]:
     """A final response's usage, cost and billed cost as the context records them."""
     usage = accept_usage(response.usage, model_id)
+    if response.cost is None and response.billed_cost is None:  # no figures: nothing to check
+        return usage, _ZERO, _ZERO
     cost = accept_cost(response.cost, "cost", model_id)
     billed = (
         cost if response.billed_cost is None else accept_cost(response.billed_cost, "billed_cost", model_id)

@@ -729,8 +729,10 @@ class AgentHarness(Generic[OutT]):
         error: NoeticError | None = None
         try:
             graph_input = self._turn_input(tickets, ctx) if restored is None else restored.snapshot.input
-            await self._make_durable(run, graph_input, first_item, restored)
-            await run.layers.start_root(ctx, self.layer_set)
+            if self.storage is not None or self._store is not None:  # else nothing to attach
+                await self._make_durable(run, graph_input, first_item, restored)
+            if self.layer_set.specs or run.layers.root is not None:
+                await run.layers.start_root(ctx, self.layer_set)
             output = await execute(self.agent_graph, graph_input, ctx)  # type: ignore[arg-type]
         except NoeticError as exc:
             error = exc
@@ -769,7 +771,8 @@ class AgentHarness(Generic[OutT]):
                 "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
             )
             await run.recorder.close(run, outcome, None if error is None else error.message)
-        await run.layers.finish_root(error)
+        if run.layers.root is not None:
+            await run.layers.finish_root(error)
         if ctx.completed:
             output = ctx.completion_value
         response = self._response(ctx, output, first_item)

@@ -16,7 +16,7 @@ from noetic.execution_context import Context, to_decimal
 from noetic.items import Item, ItemLog
 from noetic.layers.runtime import LayerRuntime
 from noetic.model import ReasoningDelta, TextDelta
-from noetic.streams import StreamEvent, TurnStream
+from noetic.streams import TURN_END_EVENTS, StreamEvent, TurnStream
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context as OtelContext
@@ -30,6 +30,9 @@ __all__ = ["Execution", "RuntimeBilling"]
 
 _TEXT_DELTA = "response.output_text.delta"
 _REASONING_DELTA = "response.reasoning_text.delta"
+#: Builds a `StreamEvent` from a `(source, type, data)` tuple without the Python-level call of
+#: the named tuple's own `__new__` (an event is made for every step, round, call and item).
+_event = tuple.__new__
 
 
 class _Hold:
@@ -140,7 +143,11 @@ class Execution:
 
     def emit(self, event: str, data: Any) -> None:
         """Publish a framework event `{harness name}:{event}`."""
-        self._stream.publish(StreamEvent("framework", self._prefix + event, data))
+        record = _event(StreamEvent, ("framework", self._prefix + event, data))
+        if event in TURN_END_EVENTS:
+            self._stream.publish(record)
+        else:  # an event that cannot end the turn: no turn-end check
+            self._stream.deliver(record)
 
     def publish_delta(self, delta: TextDelta | ReasoningDelta) -> None:
         """Publish a model delta on the full stream."""
@@ -149,11 +156,12 @@ class Execution:
 
     def watch_log(self, ctx: Context) -> None:
         """Publish `item_appended` for every item appended to `ctx.item_log`."""
-        emit = self.emit
+        deliver = self._stream.deliver
+        kind = self._prefix + "item_appended"
         ctx_id = ctx.id
 
         def appended(item: Item) -> None:
-            emit("item_appended", {"item": item, "execution_id": ctx_id})
+            deliver(_event(StreamEvent, ("framework", kind, {"item": item, "execution_id": ctx_id})))
 
         ctx.item_log._listeners.append(appended)
 

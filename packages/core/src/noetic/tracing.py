@@ -65,6 +65,30 @@ def _version() -> str:
         return "0"
 
 
+def _global_provider() -> TracerProvider:
+    """`trace.get_tracer_provider()`, minus its cost while no provider is set.
+
+    While none is set, that call looks `OTEL_PYTHON_TRACER_PROVIDER` up in the environment
+    every time (about 10,000 instructions, most of what a turn spent on tracing checks when
+    nothing records). The API offers no cheaper question, so this reads the global it keeps and
+    asks the API itself only until the first answer: a provider set later with
+    `set_tracer_provider` is seen by the next execution as before; only that environment
+    variable set after the first execution is not.
+    """
+    global _asked
+    provider: TracerProvider | None = getattr(trace, "_TRACER_PROVIDER", None)
+    if provider is not None:
+        return provider
+    if not _asked:
+        _asked = True
+        return trace.get_tracer_provider()
+    return _PROXY
+
+
+_asked = False
+_PROXY = trace.ProxyTracerProvider()
+
+
 class Tracing:
     """A harness's tracing settings: which provider, whether on, whether content is kept."""
 
@@ -86,7 +110,7 @@ class Tracing:
         """The tracer for a new execution, or None when no span would be recorded."""
         if not self.enabled:
             return None
-        provider = self._provider or trace.get_tracer_provider()
+        provider = self._provider or _global_provider()
         if isinstance(provider, _NOT_TRACING):
             return None
         cached = self._cached
