@@ -955,6 +955,8 @@ async def _let_started_tasks_subscribe(yields: int) -> None:
 
 def _next_turn(queue: list[_Ticket]) -> tuple[list[_Ticket], list[_Ticket]]:
     """Split the queue into the next turn's tickets and the rest: a resume runs alone."""
+    if len(queue) == 1:
+        return queue, []
     alone = next((i for i, ticket in enumerate(queue) if ticket.restored is not None), len(queue))
     cut = 1 if alone == 0 else alone
     return queue[:cut], queue[cut:]

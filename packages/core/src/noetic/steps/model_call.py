@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import aclosing
 from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -145,8 +144,13 @@ class CallModel(Step[OutT]):
         run = ctx._exec
         adapter = run.harness.resolve_model(self.model)
         if isinstance(input, str) and input:
-            await append_items(ctx, [user_message(input)])  # through on_item_append (LY-2)
-        instructions = await self._instructions(ctx)
+            if ctx._layers is None:
+                ctx.item_log.append(user_message(input))
+            else:
+                await append_items(ctx, [user_message(input)])  # through on_item_append (LY-2)
+        instructions = self.instructions
+        if callable(instructions):
+            instructions = await self._instructions(ctx)
         layered = (
             None if ctx._layers is None else await self._prepare_layers(ctx, input, instructions, adapter)
         )
@@ -162,6 +166,7 @@ class CallModel(Step[OutT]):
         tool_rounds = output_attempts = steering_retries = 0
         parsed: Any = None
         round_no = -1
+        billing = run.billing(ctx)
         while True:
             round_no += 1
             request = ModelRequest(
@@ -176,7 +181,7 @@ class CallModel(Step[OutT]):
                 cache_control=run.harness.cache_control,
                 execution_id=ctx.id,
                 thread_id=ctx.thread_id,
-                billing=run.billing(ctx),
+                billing=billing,
             )
             response, round_usage, round_cost, round_billed = await (
                 self._stream_round(adapter, request, ctx, round_no)
@@ -266,12 +271,12 @@ class CallModel(Step[OutT]):
         return layered
 
     async def _instructions(self, ctx: Context) -> str | None:
-        value = self.instructions
-        if callable(value):
-            value = value(ctx)
-            if inspect.isawaitable(value):
-                value = await value
-        return value
+        """The instructions a callable `instructions=` gives for this step (maybe awaited)."""
+        assert callable(self.instructions)
+        value = self.instructions(ctx)
+        if inspect.isawaitable(value):
+            value = await value
+        return value  # type: ignore[no-any-return]
 
     def record_output(self, output: Any) -> Any:
         """A structured output is recorded in its JSON form (pydantic models are dumped)."""
@@ -339,12 +344,15 @@ class CallModel(Step[OutT]):
         publish = run.publish_delta
         # The stream is Noetic's own wait: aborting the context cuts it (CTX-13).
         with ctx.abortable():
-            async with aclosing(adapter.stream(request, cancel=ctx)) as stream:  # type: ignore[type-var]
+            stream = adapter.stream(request, cancel=ctx)
+            try:
                 async for event in stream:
                     if type(event) is TextDelta or type(event) is ReasoningDelta:
                         publish(event)
                     elif isinstance(event, ModelResponse):
                         response = event
+            finally:  # what `contextlib.aclosing` does, without its two extra awaits per round
+                await stream.aclose()  # type: ignore[attr-defined]
         if response is None:
             raise NoeticError(
                 "model_stream_error",
@@ -395,7 +403,7 @@ class CallModel(Step[OutT]):
 
         finished = False
         try:
-            guarded.extend(await guard_tool_calls(ctx, calls))
+            guarded.extend(calls if ctx._layers is None else await guard_tool_calls(ctx, calls))
             if len(calls) == 1:
                 await one(0, calls[0])
             else:
@@ -412,6 +420,11 @@ class CallModel(Step[OutT]):
                     ctx.item_log.append(output if output is not None else cancelled_output(call, reason))
         if stopped:
             raise stopped[0]
+        if ctx._layers is None:
+            for output in outputs:
+                if output is not None:
+                    ctx.item_log.append(output)
+            return set()
         return await append_items(ctx, [o for o in outputs if o is not None])
 
     def _final_output(self, items: Sequence[Item], parsed: Any) -> Any:
