@@ -621,7 +621,9 @@ class AgentHarness(Generic[OutT]):
         if not session.running:  # an idle thread: run the turn in the caller's task, no worker
             session.running = True
             await self._drain(session)
-        return await self._outcome(ticket)
+        if not ticket.finished:
+            await ticket.wait()
+        return self._answer(ticket)
 
     def stream(
         self,
@@ -653,8 +655,8 @@ class AgentHarness(Generic[OutT]):
             session.queue.remove(ticket)
             ticket.finish(None, cancelled("the input was withdrawn before its turn started"))
 
-    async def _outcome(self, ticket: _Ticket) -> HarnessResponse[OutT]:
-        await ticket.wait()
+    def _answer(self, ticket: _Ticket) -> HarnessResponse[OutT]:
+        """The response of a finished ticket's turn (its error is raised)."""
         if ticket.error is not None:
             raise ticket.error
         assert ticket.response is not None
@@ -744,7 +746,8 @@ class AgentHarness(Generic[OutT]):
             restore_frame(frame)
             try:
                 if run.recorder is None and run.layers.root is None:  # nothing in the finish can block
-                    await self._finish_turn(run, session, tickets, output, error, first_item, started)
+                    self._end_execution(run, session)
+                    self._answer_turn(run, session, tickets, output, error, first_item, started)
                 else:
                     with anyio.CancelScope(shield=True):
                         await self._finish_turn(run, session, tickets, output, error, first_item, started)
@@ -761,11 +764,9 @@ class AgentHarness(Generic[OutT]):
         first_item: int,
         started: float,
     ) -> None:
-        ctx = run.root
-        assert ctx is not None
-        session.current = None
-        self._channels.close(ctx.id)  # CH-13: what the turn sent and nobody received ends here
-        session.log._listeners.clear()  # the finished execution must not stay reachable from the log
+        """End the turn: close its recorder and tear its root layers down (either may block),
+        then answer its tickets."""
+        self._end_execution(run, session)
         if run.recorder is not None:
             outcome: Outcome = (
                 "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
@@ -773,6 +774,28 @@ class AgentHarness(Generic[OutT]):
             await run.recorder.close(run, outcome, None if error is None else error.message)
         if run.layers.root is not None:
             await run.layers.finish_root(error)
+        self._answer_turn(run, session, tickets, output, error, first_item, started)
+
+    def _end_execution(self, run: Execution, session: _Session) -> None:
+        """Detach the finished execution from its thread and close its channels."""
+        assert run.root is not None
+        session.current = None
+        self._channels.close(run.root.id)  # CH-13: what the turn sent and nobody received ends here
+        session.log._listeners.clear()  # the finished execution must not stay reachable from the log
+
+    def _answer_turn(
+        self,
+        run: Execution,
+        session: _Session,
+        tickets: list[_Ticket],
+        output: Any,
+        error: NoeticError | None,
+        first_item: int,
+        started: float,
+    ) -> None:
+        """Build the turn's response, publish its end and answer its tickets."""
+        ctx = run.root
+        assert ctx is not None
         if ctx.completed:
             output = ctx.completion_value
         response = self._response(ctx, output, first_item)
@@ -922,7 +945,8 @@ class AgentHarness(Generic[OutT]):
             with anyio.CancelScope(shield=True):
                 await restored.claim.release()
             raise
-        return await self._outcome(ticket)
+        await ticket.wait()
+        return self._answer(ticket)
 
     async def clear_checkpoint(self, execution_id: str) -> None:
         """Remove an execution's snapshot and every ledger entry (RS-13); needed before
