@@ -10,7 +10,7 @@ Items serialise with `dump_item` to snake_case JSON and parse back with `parse_i
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from functools import cache
+from functools import cache, partial
 from typing import Annotated, Any, Literal, TypeAlias, overload
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
@@ -124,7 +124,7 @@ class MessageItem(_ItemBase):
     `output_text` part for the assistant).
     """
 
-    id: str = Field(default_factory=lambda: new_item_id("msg"))
+    id: str = Field(default_factory=partial(new_item_id, "msg"))
     type: Literal["message"] = "message"
     role: Role
     content: list[ContentPart]
@@ -146,7 +146,7 @@ class MessageItem(_ItemBase):
 class FunctionCallItem(_ItemBase):
     """The model asking for a tool to run; `arguments` is a JSON string."""
 
-    id: str = Field(default_factory=lambda: new_item_id("fc"))
+    id: str = Field(default_factory=partial(new_item_id, "fc"))
     type: Literal["function_call"] = "function_call"
     call_id: str
     name: str
@@ -156,7 +156,7 @@ class FunctionCallItem(_ItemBase):
 class FunctionCallOutputItem(_ItemBase):
     """The result of a tool call; `output` is a JSON string matched to `call_id`."""
 
-    id: str = Field(default_factory=lambda: new_item_id("fco"))
+    id: str = Field(default_factory=partial(new_item_id, "fco"))
     type: Literal["function_call_output"] = "function_call_output"
     call_id: str
     output: str
@@ -165,7 +165,7 @@ class FunctionCallOutputItem(_ItemBase):
 class ReasoningItem(_ItemBase):
     """A reasoning trace; `encrypted_content` must be sent back unmodified."""
 
-    id: str = Field(default_factory=lambda: new_item_id("rs"))
+    id: str = Field(default_factory=partial(new_item_id, "rs"))
     type: Literal["reasoning"] = "reasoning"
     content: list[ContentPart] = Field(default_factory=list)
     summary: list[ContentPart] | None = None
@@ -179,7 +179,7 @@ class ExtensionItem(_ItemBase):
     (a final custom item carries its output fields at the top level: `item.done`).
     """
 
-    id: str = Field(default_factory=lambda: new_item_id("ext"))
+    id: str = Field(default_factory=partial(new_item_id, "ext"))
     type: str
     data: dict[str, Any] = Field(default_factory=dict)
 
