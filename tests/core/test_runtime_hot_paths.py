@@ -3,7 +3,10 @@
 Each test pins one behaviour a shortcut must not change: stream events stay immutable (HA-5), execution ids stay UUIDv7 (CTX-1), abort still cancels
 every abortable of a context once its scope class is cached (CTX-9, CTX-10), a finished turn's
 buffer is never replayed to a later subscriber (HA-5), and tool token estimates (LU-4) are the
-same from the cache as computed afresh.
+same from the cache as computed afresh. From issue 17: a model step's `StepMeta`, built on first
+read, sums every round (TU-3); a subscriber arriving mid-turn still gets the events published
+while nobody listened (HA-5); tools returning plain values or awaitables both work; a turn
+without storage or layers still ends with its events and answer.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import noetic as nt
 import pytest
 from noetic.model import ToolDefinition
 from noetic.streams import StreamEvent, TurnStream
-from noetic.testing import ScriptedModel, text_reply
+from noetic.items import FunctionCallOutputItem
+from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 from noetic.tokens import estimate_tool, estimate_value
+from noetic.usage import RoundUsage, StepMeta
 
 pytestmark = pytest.mark.anyio
 
@@ -139,3 +144,86 @@ def test_lu_4_cached_tool_tokens_equal_a_fresh_estimate() -> None:
     assert estimate_tool(first) == expected  # served from the cache
     longer = ToolDefinition("weather", "Current weather for a city, in degrees Celsius", params)
     assert estimate_tool(longer) > expected  # another definition is measured, not looked up by name
+
+
+async def test_tu_3_step_meta_built_on_first_read_sums_every_round() -> None:
+    add = nt.tool(
+        "add",
+        description="add",
+        input={"type": "object", "properties": {"a": {"type": "integer"}}},
+        execute=lambda args: args["a"] + 1,
+    )
+    model = ScriptedModel(
+        [
+            tool_call_reply("add", {"a": 1}, usage={"input_tokens": 10, "output_tokens": 2}),
+            text_reply("2", usage={"input_tokens": 15, "output_tokens": 3, "cached_tokens": 4}),
+        ]
+    )
+    metas: list[Any] = []
+
+    def read(value: Any, ctx: nt.Context) -> Any:
+        assert callable(ctx._step_meta)  # not built until someone reads it
+        metas.append(ctx.last_step_meta)
+        assert ctx.last_step_meta is metas[0]  # built once
+        return value
+
+    graph = nt.sequence("s", [nt.call_model("m", tools=[add]), nt.run_code("read", read)])
+    async with nt.AgentHarness("h", agent_graph=graph, model=model) as h:
+        await h.run("go")
+    meta = metas[0]
+    assert isinstance(meta, StepMeta)
+    assert (meta.step_id, meta.kind) == ("m", "call_model")
+    assert meta.usage == RoundUsage(input_tokens=25, output_tokens=5, cached_tokens=4)
+    assert [c.name for c in meta.tool_calls or ()] == ["add"]
+    assert [type(i).__name__ for i in meta.response_items or ()] == [
+        "FunctionCallItem",
+        "FunctionCallOutputItem",
+        "MessageItem",
+    ]
+
+
+async def test_ha_5_events_published_while_nobody_listens_reach_a_mid_turn_subscriber() -> None:
+    seen: list[str] = []
+    release = anyio.Event()
+
+    async def wait(value: Any) -> Any:
+        await release.wait()
+        return value
+
+    graph = nt.sequence("s", [nt.call_model("m"), nt.run_code("wait", wait)])
+    async with nt.AgentHarness("h", agent_graph=graph, model=ScriptedModel([text_reply("hi")])) as h:
+        await h.execute("go")
+        for _ in range(5):  # the turn runs up to `wait` with nobody subscribed
+            await anyio.lowlevel.checkpoint()
+
+        async def watch() -> None:
+            async for event in h.get_full_stream():
+                seen.append(event.type)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            await anyio.lowlevel.checkpoint()
+            release.set()
+    assert seen[:4] == ["h:turn_started", "h:step_started", "h:step_started", "h:item_appended"]
+    assert "h:model_call_completed" in seen and seen[-1] == "h:turn_completed"
+
+
+@pytest.mark.parametrize("awaited", [False, True])
+async def test_a_tool_may_return_a_plain_value_or_an_awaitable(awaited: bool) -> None:
+    async def later(args: Any) -> dict[str, int]:
+        return {"sum": args["a"] + 1}
+
+    def now(args: Any) -> dict[str, int]:
+        return {"sum": args["a"] + 1}
+
+    add = nt.tool(
+        "add",
+        description="add",
+        input={"type": "object", "properties": {"a": {"type": "integer"}}},
+        execute=later if awaited else now,
+    )
+    model = ScriptedModel([tool_call_reply("add", {"a": 1}), text_reply("done")])
+    async with nt.AgentHarness("h", agent_graph=nt.call_model("m", tools=[add]), model=model) as h:
+        response = await h.run("go")
+    outputs = [i.output for i in response.items if isinstance(i, FunctionCallOutputItem)]
+    assert outputs == ['{"sum": 2}']
