@@ -247,8 +247,9 @@ class SnapshotWriter:
         root = run.root
         assert root is not None
         doc: dict[str, Any] = {"schema_version": SNAPSHOT_VERSION, "execution_id": self.execution_id}
-        if is_plain_json(root.state):
-            doc["has_state"], doc["state"] = True, root.state
+        state = root.state
+        if state is None or is_plain_json(state):
+            doc["has_state"], doc["state"] = True, state
         if root.completed:
             doc["completed"], doc["completion_value"] = True, root.completion_value
         doc["layers"] = await export_layers(run)
