@@ -29,10 +29,12 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
-PEERS = ("pydantic_ai", "agents", "langgraph", "matplotlib", "psutil")
+PEERS = ("pydantic_ai", "agents", "langgraph", "matplotlib", "psutil", "dbos", "langgraph.checkpoint.sqlite")
 
 SUBJECTS = ("noetic", "pydantic-ai", "openai-agents", "langgraph", "limit")
 S2_SUBJECTS = ("noetic", "noetic-items", "pydantic-ai", "openai-agents", "langgraph", "limit")
+#: S5 (durable round trip): the peers with a durable setup on SQLite (the OpenAI Agents SDK has none).
+S5_SUBJECTS = ("noetic", "pydantic-ai", "langgraph", "limit")
 #: What S4 times in a fresh interpreter for each subject (the modules its S1 program needs).
 IMPORTS = {
     "noetic": "import noetic",
@@ -45,7 +47,7 @@ IMPORTS = {
     "pydantic floor": 'import anyio, pluggy; from pydantic import BaseModel; type("M", (BaseModel,), {"__annotations__": {"x": int}})',
 }
 IMPORT_SAMPLES = 3  # fresh interpreters per subject and repetition
-SCENARIOS = ("s1", "s2", "s3", "s4", "growth")
+SCENARIOS = ("s1", "s2", "s3", "s4", "s5", "growth")
 WORKER_TIMEOUT = 900.0
 
 
@@ -122,6 +124,8 @@ def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
                         record(f"growth/{name}/{size}", worker("growth", name, str(size)))
             else:
                 subjects = S2_SUBJECTS if scenario == "s2" else SUBJECTS
+                if scenario == "s5":
+                    subjects = S5_SUBJECTS
                 for name in rotate(subjects, rep):
                     record(f"{scenario}/{name}", worker(scenario, name))
     return samples

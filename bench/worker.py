@@ -6,6 +6,8 @@ or framework shares a process (or its memory and import state) with another.
 - `s1 SUBJECT`: `S1_RUNS` sequential round trips after `WARMUP` untimed ones.
 - `s2 SUBJECT`: one streaming run of `S2_DELTAS` deltas after a short untimed one.
 - `s3 SUBJECT`: `S3_RUNS` concurrent round trips; RSS before and after in this process.
+- `s5 SUBJECT`: `S5_RUNS` sequential durable round trips on SQLite (`S5_SYNCHRONOUS`) after
+  `S5_WARMUP` untimed ones, each subject with its own durable setup (`subjects/durable_*.py`).
 - `growth SCENARIO SIZE`: one noetic growth scenario at one size (see `growth.py`).
 """
 
@@ -27,6 +29,10 @@ S1_RUNS = 2000
 S2_DELTAS = 20_000
 S3_RUNS = 1000
 WARMUP = 20
+S5_RUNS = 200
+S5_WARMUP = 10
+#: The `synchronous` setting every S5 subject's SQLite database uses (WAL mode for all).
+S5_SYNCHRONOUS = "full"
 
 SUBJECTS = {
     "noetic": "subjects.noetic_subject",
@@ -35,6 +41,13 @@ SUBJECTS = {
     "openai-agents": "subjects.openai_agents_subject",
     "langgraph": "subjects.langgraph_subject",
     "limit": "subjects.limit_subject",
+}
+#: S5: each subject's durable setup on SQLite.
+S5_SUBJECTS = {
+    "noetic": "subjects.durable_noetic",
+    "pydantic-ai": "subjects.durable_pydantic_ai",
+    "langgraph": "subjects.durable_langgraph",
+    "limit": "subjects.durable_limit",
 }
 
 
@@ -104,6 +117,22 @@ async def s3(subject: Any) -> dict[str, Any]:
     }
 
 
+async def s5(subject: Any) -> dict[str, Any]:
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=os.environ.get("NOETIC_BENCH_DIR")) as tmp:
+        async with subject.durable_session(Path(tmp, "s5.db"), S5_SYNCHRONOUS) as run_once:
+            for i in range(S5_WARMUP):
+                _expect(await run_once(-1 - i))
+            gc.collect()
+            cpu, started = time.process_time(), time.perf_counter()
+            for i in range(S5_RUNS):
+                _expect(await run_once(i))
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"seconds": seconds, "cpu_seconds": cpu, "runs": S5_RUNS, "synchronous": S5_SYNCHRONOUS}
+
+
 async def growth(name: str, size: int) -> dict[str, Any]:
     import growth as scenarios
 
@@ -118,6 +147,8 @@ def main(argv: list[str]) -> dict[str, Any]:
     scenario = argv[0]
     if scenario == "growth":
         return asyncio.run(growth(argv[1], int(argv[2])))
+    if scenario == "s5":
+        return asyncio.run(s5(importlib.import_module(S5_SUBJECTS[argv[1]])))
     subject = importlib.import_module(SUBJECTS[argv[1]])
     if scenario == "s1":
         return asyncio.run(s1(subject))

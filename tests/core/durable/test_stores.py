@@ -215,3 +215,81 @@ async def test_sqlite_stores_opening_one_new_file_at_once_both_get_wal(tmp_path:
             assert store._conn is not None
             assert store._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
             await store.aclose()
+
+
+class _Hops:
+    """Counts the calls handed to a worker thread."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = anyio.to_thread.run_sync
+
+        async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return await real(fn, *args, **kwargs)
+
+        monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+
+
+async def test_sqlite_normal_writes_a_small_batch_without_a_thread_hop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    normal = sqlite_store_from_url(f"sqlite:///{tmp_path / 'n.db'}?synchronous=normal")
+    full = SqliteCheckpointStore(str(tmp_path / "f.db"))
+    for opened in (normal, full):
+        await opened.set("open", "{}")  # the connection is opened in a worker thread
+    hops = _Hops(monkeypatch)
+    await normal.write({"a": '"1"', "b": '"2"'}, ["open"])
+    assert hops.count == 0  # committed on the caller's thread: no flush to wait for
+    await normal.write({"big": '"' + "x" * 70_000 + '"'})
+    assert hops.count == 1  # a large batch still goes to a worker thread
+    await full.write({"a": '"1"'})
+    assert hops.count == 2  # synchronous=full waits for the disk: always in a worker thread
+    assert await normal.get_many(["a", "b", "open"]) == {"a": '"1"', "b": '"2"'}
+    await normal.aclose()
+    await full.aclose()
+
+
+async def test_sqlite_normal_write_waits_for_another_writer_without_blocking_the_loop(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = sqlite_store_from_url(f"sqlite:///{path}?synchronous=normal")
+    await store.set("k", '"before"')
+    blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")  # another process's writer holds the write lock
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.sleep(0.005)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as writes:
+                writes.start_soon(store.write, {"k": '"during"'})
+                await anyio.sleep(0.1)
+                seen = ticks
+                assert seen >= 3  # the event loop kept running while the write waited
+                blocker.execute("COMMIT")
+        tg.cancel_scope.cancel()
+    blocker.close()
+    assert await store.get("k") == '"during"'
+    await store.aclose()
+
+
+async def test_sqlite_checkpoints_the_wal_itself(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = sqlite_store_from_url(f"sqlite:///{path}?synchronous=normal")
+    for i in range(1500):  # far past the checkpoint interval, all small inline writes
+        await store.write({f"k{i:05d}": '"' + "x" * 500 + '"'})
+    wal = anyio.Path(f"{path}-wal")
+    assert store._conn is not None
+    assert store._conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    # Without a checkpoint the WAL would hold every commit's pages (about 1500 × 3 × 4 KiB).
+    assert (await wal.stat()).st_size < 6 * 1024 * 1024
+    frames = store._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert frames[1] < 1500 * 2  # the log was restarted since the first writes
+    assert len(await store.list_prefix("k")) == 1500
+    await store.aclose()

@@ -399,9 +399,10 @@ class StepLedger:
     def record(self, path: str, step: Step, output: Any, ctx: Context, mark: _Mark) -> LedgerWrite | None:
         """The rows recording a completed step and the rows it supersedes, or None when the
         entry cannot be kept."""
-        row = self._row(path, step, output, ctx, mark)
-        if row is None:
+        made = self._row(path, step, output, ctx, mark)
+        if made is None:
             return None
+        row, stamp = made
         if len(row) > self.retention.max_entry_bytes:  # ASCII JSON: characters are bytes
             self._dropped("dropped_oversize", path, f"its entry exceeds max_entry_bytes ({len(row)} bytes)")
             return None
@@ -422,25 +423,28 @@ class StepLedger:
             self._paths.remove(oldest)  # a recovered entry still replays in this attempt
             self.stats.evicted += 1
         self.stats.recorded += 1
-        traced = self._trace(seq, path, step, ctx, mark)  # not among the rows: never compacted
+        traced = self._trace(seq, path, step, ctx, mark, stamp)  # not among the rows: never compacted
         if traced is not None:
             sets[traced[0]] = traced[1]
         return LedgerWrite(sets, deletes)
 
-    def _row(self, path: str, step: Step, output: Any, ctx: Context, mark: _Mark) -> str | None:
+    def _row(self, path: str, step: Step, output: Any, ctx: Context, mark: _Mark) -> tuple[str, str] | None:
+        """`(text, completed_at)` of the step's entry, or None when it is not plain JSON."""
         try:
             data = step.record_output(output)
             output_text = encode_document(data, max_depth=MAX_DEPTH - 1)  # one level down in the entry
-            if json.loads(output_text) != data:
+            # A string, a whole number, a bool or None comes back from JSON as it went in.
+            if type(data) not in _EXACT and json.loads(output_text) != data:
                 raise ValueError("it does not survive a JSON round trip unchanged")
             meta = ctx.last_step_meta
+            stamp = datetime.now(UTC).isoformat()
             head = {
                 "v": ENTRY_VERSION,
                 "path": path,
                 "step_id": step.id,
                 "kind": step.kind,
                 "input_hash": mark.input_hash,
-                "completed_at": datetime.now(UTC).isoformat(),
+                "completed_at": stamp,
                 "cost": str(ctx._cost - mark.cost),
                 "usage": [ctx._in - mark.input, ctx._out - mark.output, _delta(ctx._cached, mark.cached)],
                 "meta": None
@@ -453,9 +457,11 @@ class StepLedger:
             self._dropped("dropped_unserialisable", path, f"its output or items are not plain JSON ({exc})")
             return None
         # The items' texts are cached per item and the output is encoded once: both spliced in.
-        return f'{head_text[:-1]},"items":{items_text},"output":{output_text}}}'
+        return f'{head_text[:-1]},"items":{items_text},"output":{output_text}}}', stamp
 
-    def _trace(self, seq: int, path: str, step: Step, ctx: Context, mark: _Mark) -> tuple[str, str] | None:
+    def _trace(
+        self, seq: int, path: str, step: Step, ctx: Context, mark: _Mark, stamp: str
+    ) -> tuple[str, str] | None:
         """The step's trace row (IN-1), or None when its layer usage is not JSON."""
         meta = ctx.last_step_meta
         own = meta is not None and meta is not mark.meta and meta.step_id == step.id
@@ -476,7 +482,7 @@ class StepLedger:
                     "path": path,
                     "step_id": step.id,
                     "kind": step.kind,
-                    "completed_at": datetime.now(UTC).isoformat(),
+                    "completed_at": stamp,
                     "duration_ms": round((time.monotonic() - mark.started) * 1000, 3),
                     "cost": str(ctx._cost - mark.cost),
                     "billed_cost": str(ctx._billed - mark.billed),
@@ -500,6 +506,10 @@ class StepLedger:
                 path,
                 why,
             )
+
+
+#: Output types whose JSON text always reads back as the same value.
+_EXACT = (str, int, bool, type(None))
 
 
 #: The layer usage in a trace row leaves out the items each layer contributed (the log has them).

@@ -121,7 +121,7 @@ class Recorder:
         self._claim = claim
         self._writer = writer
         self._mode = mode
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock(fast_acquire=True)  # an uncontended save does not yield
         #: Rows not yet written (the start record, then whatever `"turn"` holds back).
         self._sets: dict[str, str] = dict(start or {})
         self._deletes: dict[str, None] = {}
@@ -137,10 +137,10 @@ class Recorder:
             try:
                 if write is not None:  # staged first: a failing capture leaves it for the next save
                     self._stage(write.sets, write.deletes)
-                body, document = await self._writer.capture(run)
+                body = await self._writer.capture(run)
                 if body != (self._saved_body if self._staged_body is None else self._staged_body):
                     self._staged_body = body
-                    self._stage({self._writer.key: document}, ())
+                    self._stage({self._writer.key: self._writer.document(body)}, ())
                 if flush or self._mode == "step":
                     await self._flush()
             except Exception as exc:  # CTX-16: no save failure may fail the step

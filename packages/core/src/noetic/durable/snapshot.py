@@ -240,15 +240,16 @@ class SnapshotWriter:
         self.outcome: Outcome | None = None
         self.reason: str | None = None
 
-    async def capture(self, run: Execution) -> tuple[str, str]:
-        """`(body, document)` of the snapshot of `run` now: `body` is the document without its
-        `captured_at`, to tell whether anything changed (raises `TypeError`/`ValueError` if the
-        layer states are not JSON)."""
+    async def capture(self, run: Execution) -> str:
+        """The body of the snapshot of `run` now: the document without its `captured_at`, to
+        tell whether anything changed (raises `TypeError`/`ValueError` if the layer states are
+        not JSON). `document(body)` is what is stored."""
         root = run.root
         assert root is not None
         doc: dict[str, Any] = {"schema_version": SNAPSHOT_VERSION, "execution_id": self.execution_id}
-        if is_plain_json(root.state):
-            doc["has_state"], doc["state"] = True, root.state
+        state = root.state
+        if state is None or is_plain_json(state):
+            doc["has_state"], doc["state"] = True, state
         if root.completed:
             doc["completed"], doc["completion_value"] = True, root.completion_value
         doc["layers"] = await export_layers(run)
@@ -257,9 +258,12 @@ class SnapshotWriter:
             doc["outcome"], doc["ended_at"] = self.outcome, datetime.now(UTC).isoformat()
             if self.reason is not None:
                 doc["reason"] = self.reason[:MAX_REASON]
-        body = encode_document(doc)
+        return encode_document(doc)
+
+    def document(self, body: str) -> str:
+        """The stored snapshot: `body` (from `capture`) stamped with the time now."""
         stamp = encode_document(datetime.now(UTC).isoformat())
-        return body, f'{body[:-1]},"captured_at":{stamp}}}'
+        return f'{body[:-1]},"captured_at":{stamp}}}'
 
 
 async def export_layers(run: Execution) -> Any:

@@ -9,6 +9,16 @@ queue instead of failing mid-transaction), and a rollback on any error. Each sto
 connection, used by one thread at a time under a lock, from `anyio.to_thread` so the event
 loop never blocks on disk.
 
+One exception, because the hop to a worker thread costs several times a commit that does not
+wait for the disk: with `synchronous="normal"`, a small write (a step's entry, up to
+`INLINE_BYTES`) runs on the caller's thread when nothing can make it wait — the connection is
+open and its lock free, and the write lock is taken with no busy wait (another writer holding
+it sends the write to a worker thread, where it queues as usual). Such a commit only appends
+to the WAL in the operating system's cache. The connection's automatic WAL checkpoint, the one
+part of a commit that flushes and can take long, is switched off; the store checkpoints the
+WAL itself, in a worker thread, after about `CHECKPOINT_PAGES` pages were written since the
+last checkpoint (SQLite's own default).
+
 Each row stores the JSON text and its CRC-32; a row whose text no longer matches its checksum,
 or a database file SQLite reports as damaged, raises `CHECKPOINT_CORRUPT`. The table layout is
 versioned through `PRAGMA user_version`. Claims lock a byte of the sidecar file
@@ -47,6 +57,19 @@ _SCHEMA = (
 SYNCHRONOUS = ("full", "normal")
 #: Primary result codes SQLite uses for a damaged file.
 _CORRUPTION = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
+#: SQLite's primary result code for a lock another connection holds.
+_BUSY = 5
+#: The largest write (characters of its rows) run on the caller's thread under `synchronous="normal"`.
+INLINE_BYTES = 64 * 1024
+#: How many WAL pages are written between two checkpoints (SQLite's own default), counted as
+#: the pages a write's rows fill plus the few of the table's tree each commit rewrites.
+CHECKPOINT_PAGES = 1000
+_PAGE = 4096
+_PAGES_PER_COMMIT = 3
+_UPSERT = (
+    "INSERT INTO noetic_rows (key, value, crc) VALUES (?, ?, ?) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value, crc = excluded.crc"
+)
 
 
 class SqliteCheckpointStore:
@@ -70,6 +93,8 @@ class SqliteCheckpointStore:
         self.synchronous = synchronous
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        #: WAL pages written since it was last checkpointed (an estimate, see `CHECKPOINT_PAGES`).
+        self._unchecked = 0
         self._claims = ClaimTable() if path == ":memory:" else FileClaimTable.for_path(f"{path}-claims")
 
     # --- the connection (always used under `_lock`, inside a worker thread) -----------------
@@ -84,6 +109,7 @@ class SqliteCheckpointStore:
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
                 self._use_wal(conn)
                 conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+                conn.execute("PRAGMA wal_autocheckpoint = 0")  # the store checkpoints (`_checkpoint`)
                 self._prepare(conn)
             except BaseException:
                 conn.close()
@@ -135,7 +161,15 @@ class SqliteCheckpointStore:
         def locked() -> T:
             with self._lock:
                 try:
-                    return fn(self._connection())
+                    conn = self._connection()
+                    if self.synchronous != "normal":
+                        return fn(conn)
+                    # At rest the connection does not wait for locks (`_write_inline`); here it does.
+                    conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                    try:
+                        return fn(conn)
+                    finally:
+                        conn.execute("PRAGMA busy_timeout = 0")
                 except sqlite3.Error as exc:
                     raise self._failure(exc) from exc
 
@@ -204,25 +238,42 @@ class SqliteCheckpointStore:
         """Apply `sets` and `deletes` in one `BEGIN IMMEDIATE` transaction (rolled back on error)."""
         rows = [(key, value, zlib.crc32(value.encode())) for key, value in sets.items()]
         gone = [(key,) for key in deletes]
+        size = sum(len(value) for value in sets.values()) + 64 * len(gone)
+        if self._write_inline(rows, gone, size):
+            return
 
         def transact(conn: sqlite3.Connection) -> None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if rows:
-                    conn.executemany(
-                        "INSERT INTO noetic_rows (key, value, crc) VALUES (?, ?, ?) "
-                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value, crc = excluded.crc",
-                        rows,
-                    )
-                if gone:  # most steps delete nothing: skip the statement
-                    conn.executemany("DELETE FROM noetic_rows WHERE key = ?", gone)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            _transact(conn, rows, gone)
+            self._unchecked += _pages(size)
+            if self._unchecked >= CHECKPOINT_PAGES:
+                self._checkpoint(conn)
 
         await self._call(transact)
+
+    def _write_inline(self, rows: list[tuple[str, str, int]], gone: list[tuple[str]], size: int) -> bool:
+        """Run the write on this thread when nothing can make it wait (see the module
+        docstring); False when it must go to a worker thread instead."""
+        pages = _pages(size)
+        if self.synchronous != "normal" or size > INLINE_BYTES or self._unchecked + pages >= CHECKPOINT_PAGES:
+            return False
+        conn = self._conn
+        if conn is None or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            _transact(conn, rows, gone)  # no busy wait (`_call`): a held write lock sends it to a thread
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == _BUSY and not conn.in_transaction:
+                return False
+            raise self._failure(exc) from exc
+        finally:
+            self._lock.release()
+        self._unchecked += pages
+        return True
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        """Copy the WAL into the database file (in a worker thread, under the lock)."""
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        self._unchecked = 0
 
     async def claim(self, execution_id: str) -> HeldClaim:
         """Claim an execution across processes sharing this file, or raise `EXECUTION_LOCKED`."""
@@ -241,6 +292,26 @@ class SqliteCheckpointStore:
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointStore({self.path!r})"
+
+
+def _pages(size: int) -> int:
+    """About how many WAL pages a commit of `size` characters of rows writes."""
+    return size // _PAGE + _PAGES_PER_COMMIT
+
+
+def _transact(conn: sqlite3.Connection, rows: list[tuple[str, str, int]], gone: list[tuple[str]]) -> None:
+    """Upsert `rows` and delete `gone` in one `BEGIN IMMEDIATE` transaction, rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if rows:
+            conn.executemany(_UPSERT, rows)
+        if gone:  # most steps delete nothing: skip the statement
+            conn.executemany("DELETE FROM noetic_rows WHERE key = ?", gone)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def sqlite_store_from_url(url: str) -> SqliteCheckpointStore:

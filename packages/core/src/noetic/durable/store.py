@@ -109,6 +109,10 @@ class CheckpointStore(Protocol):
 MAX_DEPTH = 200
 
 
+#: Built once: `json.dumps` with options builds a new encoder per call, a cost on every step.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def encode_document(value: Any, *, max_depth: int = MAX_DEPTH) -> str:
     """`value` as compact ASCII JSON (so its length is its size in bytes).
 
@@ -116,7 +120,7 @@ def encode_document(value: Any, *, max_depth: int = MAX_DEPTH) -> str:
     deeper than `max_depth` — less than `MAX_DEPTH` for a value that is spliced into a record).
     """
     try:
-        text = json.dumps(value, allow_nan=False, separators=(",", ":"))
+        text = _ENCODER.encode(value)
     except RecursionError:
         raise ValueError(f"it is nested deeper than {max_depth} levels") from None
     if nesting_exceeds(text, max_depth):
