@@ -12,7 +12,7 @@ Everything public is importable from here; plugins implement the hooks in `noeti
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from noetic.channels import Channel, ChannelHandle, channel
 from noetic.custom_items import (
@@ -48,6 +48,7 @@ from noetic.layers import (
     layer_function,
     with_context,
 )
+from noetic.lazy import lazy_attribute, lazy_dir
 from noetic.predicates import LoopSnapshot, Verdict, all_, any_, until
 from noetic.steps.base import Step
 from noetic.steps.code import run_code
@@ -59,7 +60,9 @@ from noetic.steps.parallel import SettleResult, in_parallel
 from noetic.steps.spawn import spawn
 from noetic.streams import StreamEvent
 from noetic.tools import Tool, invoke_tool, tool
-from noetic.workflows import workflow
+
+if TYPE_CHECKING:
+    from noetic.workflows.workflow import workflow
 
 __all__ = [
     "CLEAR",
@@ -123,9 +126,17 @@ __all__ = [
 ]
 
 
+# Imported on first use, so `import noetic` loads neither the workflow machinery nor JSONata.
+_LAZY = {"workflow": "noetic.workflows"}
+
+
 def __getattr__(name: str) -> Any:
     if name == "__version__":
         from importlib.metadata import version
 
         return version("noetic-core")
-    raise AttributeError(f"module 'noetic' has no attribute {name!r}")
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir([*globals(), "__version__"], _LAZY)

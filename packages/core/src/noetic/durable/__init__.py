@@ -11,10 +11,15 @@ store flushes each commit to disk unless its URL says `?synchronous=normal`.
 
 from __future__ import annotations
 
-from noetic.durable.ledger import StepLedger, StepLedgerRetention, StepLedgerStats
-from noetic.durable.memory import MemoryCheckpointStore
-from noetic.durable.sqlite import SqliteCheckpointStore
+from typing import TYPE_CHECKING, Any
+
 from noetic.durable.store import CheckpointStore, Claim
+from noetic.lazy import lazy_attribute, lazy_dir
+
+if TYPE_CHECKING:
+    from noetic.durable.ledger import StepLedger, StepLedgerRetention, StepLedgerStats
+    from noetic.durable.memory import MemoryCheckpointStore
+    from noetic.durable.sqlite import SqliteCheckpointStore
 
 __all__ = [
     "CheckpointStore",
@@ -25,3 +30,20 @@ __all__ = [
     "StepLedgerRetention",
     "StepLedgerStats",
 ]
+
+# Imported on first use: a harness without `storage=` never loads sqlite3 or the ledger.
+_LAZY = {
+    "MemoryCheckpointStore": "noetic.durable.memory",
+    "SqliteCheckpointStore": "noetic.durable.sqlite",
+    "StepLedger": "noetic.durable.ledger",
+    "StepLedgerRetention": "noetic.durable.ledger",
+    "StepLedgerStats": "noetic.durable.ledger",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals(), _LAZY)

@@ -1,0 +1,125 @@
+"""`import noetic` stays light: optional features are imported the first time they are used.
+
+Each check runs a fresh interpreter, so modules another test imported do not hide a regression.
+Putting a top-level import of a deferred feature back into the core makes the matching
+`test_import_noetic_defers` case fail with the module's name.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# Modules (or package prefixes) a bare `import noetic` must not load.
+DEFERRED = (
+    "noetic.workflows",  # workflow documents: the JSON Schema validator and JSONata
+    "jsonata",
+    "re2",
+    "jsonschema",
+    "noetic.durable.ledger",  # durability: only a harness with storage= needs these
+    "noetic.durable.sqlite",
+    "noetic.durable.memory",
+    "noetic.durable.recorder",
+    "noetic.durable.snapshot",
+    "noetic.durable.items",
+    "noetic.durable.trace",
+    "noetic.durable.claims",
+    "noetic.durable.fingerprint",
+    "sqlite3",
+    "noetic.cli",  # the command line and its terminal rendering
+    "noetic.plugin_commands",
+    "rich",
+    "noetic.fs",  # file systems are plugged in by name
+    "noetic.testing",
+    "noetic.tracing",  # OpenTelemetry is optional
+    "opentelemetry",
+    "httpx",
+)
+
+
+def _run(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def loaded() -> set[str]:
+    """The modules loaded by a bare `import noetic` in a fresh interpreter."""
+    out = _run("import json, sys\nimport noetic\nprint(json.dumps(sorted(sys.modules)))")
+    return set(json.loads(out))
+
+
+def test_import_noetic_loads_the_core(loaded: set[str]) -> None:
+    # The harness and the steps are the core: a regression the other way (everything lazy,
+    # so the cost moves to the first attribute lookup) would not make programs start faster.
+    assert {"noetic.harness", "noetic.steps.model_call", "noetic.tools", "noetic.items"} <= loaded
+
+
+@pytest.mark.parametrize("module", DEFERRED)
+def test_import_noetic_defers(loaded: set[str], module: str) -> None:
+    pulled = sorted(name for name in loaded if name == module or name.startswith(module + "."))
+    assert not pulled, f"`import noetic` imports {pulled}; import them where they are used"
+
+
+def test_deferred_names_are_listed_and_typed_like_the_rest() -> None:
+    out = _run(
+        """
+        import sys
+        import noetic, noetic.durable
+        assert "noetic.workflows" not in sys.modules and "sqlite3" not in sys.modules
+        assert "workflow" in dir(noetic) and "workflow" in noetic.__all__
+        assert {"SqliteCheckpointStore", "StepLedger"} <= set(dir(noetic.durable))
+        assert set(noetic.durable.__all__) <= set(dir(noetic.durable))
+        from noetic import workflow
+        from noetic.workflows import workflow as defined
+        from noetic.durable import SqliteCheckpointStore, StepLedger
+        from noetic.durable.sqlite import SqliteCheckpointStore as sqlite_store
+        assert workflow is defined is noetic.workflow and SqliteCheckpointStore is sqlite_store
+        assert "workflow" in vars(noetic)  # cached: looked up once
+        try:
+            noetic.no_such_name
+        except AttributeError as exc:
+            assert "no_such_name" in str(exc)
+        else:
+            raise AssertionError("an unknown name must raise AttributeError")
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_deferred_features_work_on_first_use(tmp_path: object) -> None:
+    # A fresh interpreter, a bare `import noetic`, then a workflow document run under SQLite storage:
+    # the first use imports the workflow machinery, JSONata and the store, and they work.
+    out = _run(
+        f"""
+        import sys
+        import anyio
+        import noetic as nt
+        assert "noetic.workflows" not in sys.modules and "noetic.durable.sqlite" not in sys.modules
+        from noetic.testing import ScriptedModel
+
+        document = {{
+            "version": 1,
+            "root": {{"kind": "compute", "id": "double", "expr": "{{ 'n': n * 2 }}"}},
+        }}
+        flow = nt.workflow("double", document)
+        url = "sqlite:///{tmp_path}/first-use.db"
+
+        async def main() -> None:
+            async with nt.AgentHarness("first-use", agent_graph=flow, model=ScriptedModel([]), storage=url) as h:
+                first = await h.run({{"n": 21}}, thread_id="t")
+            print(first.output)
+            assert "sqlite3" in sys.modules and "jsonata" in sys.modules
+
+        anyio.run(main)
+        """
+    )
+    assert out.strip() == "{'n': 42}"
