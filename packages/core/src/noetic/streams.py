@@ -87,6 +87,11 @@ class TurnStream:
         #: Set when the harness has exited: no turn will come, so subscriptions end.
         self.closed = False
 
+    @property
+    def subscribed(self) -> bool:
+        """Whether anyone is subscribed to this stream now."""
+        return bool(self._subscribers)
+
     def close(self) -> None:
         """End every subscription that is waiting for a turn (the harness is gone)."""
         self.closed = True
