@@ -45,7 +45,13 @@ IMPORTS = {
     "pydantic floor": 'import anyio, pluggy; from pydantic import BaseModel; type("M", (BaseModel,), {"__annotations__": {"x": int}})',
 }
 IMPORT_SAMPLES = 3  # fresh interpreters per subject and repetition
-SCENARIOS = ("s1", "s2", "s3", "s4", "growth")
+SCENARIOS = ("s1", "s2", "s3", "s3x", "s4", "growth", "sessions")
+#: S3 at scale (scenario `s3x`): the subjects run at this many concurrent round trips (the
+#: peers stay at S3's 1,000: at 10,000 they take minutes).
+S3X_RUNS = 10_000
+S3X_SUBJECTS = ("noetic", "limit")
+#: The session growth scenario (`bench/sessions_growth.py`): modes and threads served.
+SESSION_MODES = {"keep": 100_000, "evict": 100_000, "evict-sqlite": 10_000}
 WORKER_TIMEOUT = 900.0
 
 
@@ -116,6 +122,12 @@ def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
                 for name in rotate(tuple(IMPORTS), rep):
                     for _ in range(IMPORT_SAMPLES):
                         record(f"s4/{name}", import_time(IMPORTS[name]))
+            elif scenario == "s3x":
+                for name in rotate(S3X_SUBJECTS, rep):
+                    record(f"s3x/{name}", worker("s3", name, str(S3X_RUNS)))
+            elif scenario == "sessions":
+                for mode, threads in SESSION_MODES.items():
+                    record(f"sessions/{mode}", worker("sessions", mode, str(threads)))
             elif scenario == "growth":
                 for name, sizes in growth.SIZES.items():
                     for size in sizes:
