@@ -227,3 +227,24 @@ def test_an_evicted_thread_comes_back_in_the_next_process(tmp_path: Path, backen
 
     assert run("my name is Ada") == "['my name is Ada']"
     assert run("what is my name?") == "['my name is Ada', 'my name is Ada', 'what is my name?']"
+
+
+async def test_an_idle_session_holds_no_stream_buffer_and_no_id_set() -> None:
+    async with _harness(ScriptedModel.echo()) as h:
+        events: list[str] = []
+
+        async def watch() -> None:
+            async for event in h.get_full_stream(thread_id="a"):
+                events.append(event.type)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            await anyio.wait_all_tasks_blocked()
+            await h.run("hello", thread_id="a")
+        session = h._sessions.get("a")
+        assert events[-1] == "t:turn_completed"  # the stream still delivered the whole turn
+        assert session.stream._buffer is None  # only a running turn keeps its events
+        assert session.log._ids is None  # the id set is built on first lookup
+        first = session.log.items[0]
+        assert first.id in session.log and "nope" not in session.log
+        assert not session.log.append_quietly(first)
