@@ -353,7 +353,9 @@ NOTES = """\
 - S3: 1,000 round trips started together (`asyncio.gather`) after 20 warm-up runs; wall time,
   and RSS growth of the worker process (peak RSS after the runs minus RSS before them).
 - S3 at scale (`s3x`): the same at 10,000 round trips, for noetic and the limit only (the peers
-  would take minutes); the ratio row divides its median wall time by the 1,000 run's.
+  would take minutes); the ratio row divides its median wall time by the 1,000 run's. Row
+  `noetic-evict` (S3 and `s3x`) is noetic with `max_idle_sessions=1000`: each run is a one-turn
+  thread, and the default keeps every thread's session (history, stream, last response).
 - Session growth (`sessions`): one harness serves 100,000 distinct threads one turn each
   (10,000 with SQLite storage), RSS sampled as they pile up; see `bench/sessions_growth.py`.
 - S4: seconds to run the import statement in a fresh interpreter (interpreter start-up

@@ -32,6 +32,7 @@ RESULTS = BENCH / "results"
 PEERS = ("pydantic_ai", "agents", "langgraph", "matplotlib", "psutil")
 
 SUBJECTS = ("noetic", "pydantic-ai", "openai-agents", "langgraph", "limit")
+S3_SUBJECTS = (*SUBJECTS, "noetic-evict")
 S2_SUBJECTS = ("noetic", "noetic-items", "pydantic-ai", "openai-agents", "langgraph", "limit")
 #: What S4 times in a fresh interpreter for each subject (the modules its S1 program needs).
 IMPORTS = {
@@ -47,9 +48,10 @@ IMPORTS = {
 IMPORT_SAMPLES = 3  # fresh interpreters per subject and repetition
 SCENARIOS = ("s1", "s2", "s3", "s3x", "s4", "growth", "sessions")
 #: S3 at scale (scenario `s3x`): the subjects run at this many concurrent round trips (the
-#: peers stay at S3's 1,000: at 10,000 they take minutes).
+#: peers stay at S3's 1,000: at 10,000 they take minutes). `noetic-evict` is noetic with
+#: `max_idle_sessions=1000`, as a service of one-turn threads would set it; it runs in S3 too.
 S3X_RUNS = 10_000
-S3X_SUBJECTS = ("noetic", "limit")
+S3X_SUBJECTS = ("noetic", "noetic-evict", "limit")
 #: The session growth scenario (`bench/sessions_growth.py`): modes and threads served.
 SESSION_MODES = {"keep": 100_000, "evict": 100_000, "evict-sqlite": 10_000}
 WORKER_TIMEOUT = 900.0
@@ -133,7 +135,7 @@ def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
                     for size in sizes:
                         record(f"growth/{name}/{size}", worker("growth", name, str(size)))
             else:
-                subjects = S2_SUBJECTS if scenario == "s2" else SUBJECTS
+                subjects = S2_SUBJECTS if scenario == "s2" else S3_SUBJECTS if scenario == "s3" else SUBJECTS
                 for name in rotate(subjects, rep):
                     record(f"{scenario}/{name}", worker(scenario, name))
     return samples

@@ -33,6 +33,7 @@ WARMUP = 20
 SUBJECTS = {
     "noetic": "subjects.noetic_subject",
     "noetic-items": "subjects.noetic_subject",
+    "noetic-evict": "subjects.noetic_evict_subject",
     "pydantic-ai": "subjects.pydantic_ai_subject",
     "openai-agents": "subjects.openai_agents_subject",
     "langgraph": "subjects.langgraph_subject",

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -166,8 +166,10 @@ class SessionTable:
         self._declarations = declarations
         self._start_background = start_background
         self._live: dict[str, _Session] = {}
-        #: Thread ids of sessions that went idle, least recently first, with when they did.
-        self._idle: dict[str, float] = {}
+        #: Thread ids of sessions that went idle, least recently first, with when they did. An
+        #: OrderedDict: reading its first entry stays O(1) however many were removed before
+        #: (a plain dict skips the removed slots on every `next(iter(...))`).
+        self._idle: OrderedDict[str, float] = OrderedDict()
         self._leaving: deque[_Session] = deque()
         self._flushing = False
         #: How many sessions this table has evicted.
@@ -196,8 +198,8 @@ class SessionTable:
         """The session's queue has drained: it is idle now; evict what the policy says."""
         if self.stopped or not self.policy.evicts or self._live.get(session.thread_id) is not session:
             return
-        self._idle.pop(session.thread_id, None)
         self._idle[session.thread_id] = time.monotonic()
+        self._idle.move_to_end(session.thread_id)
         self.sweep()
 
     def sweep(self) -> None:
@@ -206,8 +208,11 @@ class SessionTable:
         now = time.monotonic()
         horizon = -math.inf if policy.idle_timeout is None else now - policy.idle_timeout
         for _ in range(len(idle)):  # each entry is looked at once at most
-            thread_id, since = next(iter(idle.items()))
-            if not (policy.max_idle is not None and len(idle) > policy.max_idle) and since > horizon:
+            thread_id = next(iter(idle))
+            if (
+                not (policy.max_idle is not None and len(idle) > policy.max_idle)
+                and idle[thread_id] > horizon
+            ):
                 return
             del idle[thread_id]
             session = self._live[thread_id]
