@@ -235,7 +235,9 @@ def scenario_rows(key: str, rows: dict[str, Stat]) -> list[list[str]]:
         out.append([subject, _range(metric, stat), ratio])
     order = {
         name: i
-        for i, name in enumerate(("noetic", "noetic-items", *PEERS, "limit", "noetic deps", "pydantic floor"))
+        for i, name in enumerate(
+            ("noetic", "noetic-items", "noetic-evict", *PEERS, "limit", "noetic deps", "pydantic floor")
+        )
     }
     return sorted(out, key=lambda row: order.get(row[0], 99))
 
