@@ -291,6 +291,7 @@ class AgentHarness(Generic[OutT]):
         self._sessions = SessionTable(
             EvictionPolicy.of(max_idle_sessions, session_idle_timeout, storage=storage is not None),
             self._new_session,
+            storage is not None,
             self._checkpoint_store,
             self._item_declarations,
             self._start_background,

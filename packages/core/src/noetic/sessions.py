@@ -133,13 +133,14 @@ def _is_idle(session: _Session) -> bool:
 class SessionTable:
     """The live sessions of one harness, by thread id, evicted under `policy`.
 
-    `make(thread_id)` builds a session; `store()` is the checkpoint store (None without
-    storage); `declarations()` rebuilds custom items read back; `start_background(job)` runs
+    `make(thread_id)` builds a session; `durable` says whether the harness has `storage=`,
+    whose checkpoint store `store()` resolves; `declarations()` rebuilds custom items read back; `start_background(job)` runs
     the writes of evicted histories so that leaving the harness waits for them.
     """
 
     __slots__ = (
         "_declarations",
+        "_durable",
         "_flushing",
         "_idle",
         "_leaving",
@@ -156,12 +157,14 @@ class SessionTable:
         self,
         policy: EvictionPolicy,
         make: Callable[[str], _Session],
+        durable: bool,
         store: Callable[[], CheckpointStore | None],
         declarations: Callable[[], Declarations],
         start_background: Callable[[Callable[[], Awaitable[None]]], None],
     ):
         self.policy = policy
         self._make = make
+        self._durable = durable
         self._store = store
         self._declarations = declarations
         self._start_background = start_background
@@ -189,7 +192,7 @@ class SessionTable:
         session = self._live.get(thread_id)
         if session is None:
             session = self._live[thread_id] = self._make(thread_id)
-            session.restore_pending = self._store() is not None
+            session.restore_pending = self._durable
             if self.policy.evicts:
                 self._idle[thread_id] = time.monotonic()
         return session
@@ -225,7 +228,7 @@ class SessionTable:
             self._evict(session)
 
     def _evict(self, session: _Session) -> None:
-        if self._store() is None or session.restore_pending:  # nothing (new) to write
+        if not self._durable or session.restore_pending:  # nothing (new) to write
             self._drop(session)
             return
         session.leaving = True
@@ -242,9 +245,10 @@ class SessionTable:
 
     async def _flush(self) -> None:
         """Write the histories of the sessions leaving, a batch at a time, then drop them."""
+        batch: dict[str, dict[str, str]] = {}  # thread id -> its record's rows
         try:
             while self._leaving:
-                batch: dict[str, dict[str, str]] = {}  # thread id -> its record's rows
+                batch = {}
                 while self._leaving and len(batch) < _BATCH:
                     session = self._leaving.popleft()
                     if not _is_idle(session):  # a turn came for it meanwhile: it stays
@@ -257,8 +261,13 @@ class SessionTable:
                         continue
                 if batch:
                     await self._write_out(batch)
+                    batch = {}
         finally:
             self._flushing = False
+            if self._leaving or batch:  # cancelled (the harness left): whatever was leaving stays
+                for session in (*self._leaving, *(self._live[t] for t in batch if t in self._live)):
+                    session.leaving = False
+                self._leaving.clear()
 
     async def _write_out(self, batch: dict[str, dict[str, str]]) -> None:
         store = self._store()
@@ -278,7 +287,10 @@ class SessionTable:
             else:  # it came back while its history was written: the record must not stay
                 stale.extend(batch[session.thread_id])
         if stale:
-            await store.write({}, stale)
+            try:
+                await store.write({}, stale)
+            except NoeticError as exc:
+                log.warning("stale thread histories could not be deleted (%s): %s", exc.message, stale)
 
     def _keep(self, session: _Session, why: str) -> None:
         """A session whose history could not be written stays in memory, idle again."""
