@@ -248,3 +248,34 @@ async def test_an_idle_session_holds_no_stream_buffer_and_no_id_set() -> None:
         first = session.log.items[0]
         assert first.id in session.log and "nope" not in session.log
         assert not session.log.append_quietly(first)
+
+
+class _SlowWrites(MemoryCheckpointStore):
+    """A store whose history writes wait until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = anyio.Event()
+        self.writing = anyio.Event()
+
+    async def write(self, sets: Any, deletes: Any = ()) -> None:
+        if any(key.startswith("thread:") for key in sets):
+            self.writing.set()
+            await self.release.wait()
+        await super().write(sets, deletes)
+
+
+async def test_a_thread_used_again_while_its_history_is_written_stays_and_leaves_no_record() -> None:
+    store = _SlowWrites()
+    model = ScriptedModel.echo()
+    async with _harness(model, storage=store, max_idle_sessions=0) as h:
+        await h.run("my name is Ada", thread_id="ada")
+        with anyio.fail_after(5):
+            await store.writing.wait()  # the eviction's write has started
+        await h.run("still here?", thread_id="ada")  # the session is still in memory: used again
+        store.release.set()
+        await h.wait_background()
+        assert await store.list_prefix(history_key("ada")) == []  # the stale record was deleted
+        await h.run("and now?", thread_id="ada")
+        assert _texts(model)[:4] == ["my name is Ada", "my name is Ada", "still here?", "still here?"]
+        assert _texts(model)[-1] == "and now?"

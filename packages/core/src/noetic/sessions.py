@@ -245,7 +245,7 @@ class SessionTable:
 
     async def _flush(self) -> None:
         """Write the histories of the sessions leaving, a batch at a time, then drop them."""
-        batch: dict[str, dict[str, str]] = {}  # thread id -> its record's rows
+        batch: dict[str, _Leaving] = {}
         try:
             while self._leaving:
                 batch = {}
@@ -255,7 +255,7 @@ class SessionTable:
                         session.leaving = False
                         continue
                     try:
-                        batch[session.thread_id] = _history_rows(session)
+                        batch[session.thread_id] = _Leaving(session, _history_rows(session))
                     except (TypeError, ValueError) as exc:
                         self._keep(session, f"its history is not JSON ({exc})")
                         continue
@@ -265,27 +265,29 @@ class SessionTable:
         finally:
             self._flushing = False
             if self._leaving or batch:  # cancelled (the harness left): whatever was leaving stays
-                for session in (*self._leaving, *(self._live[t] for t in batch if t in self._live)):
+                for session in (*self._leaving, *(leaving.session for leaving in batch.values())):
                     session.leaving = False
                 self._leaving.clear()
 
-    async def _write_out(self, batch: dict[str, dict[str, str]]) -> None:
+    async def _write_out(self, batch: dict[str, _Leaving]) -> None:
         store = self._store()
         assert store is not None  # only sessions of a harness with storage leave this way
-        sessions = [self._live[thread_id] for thread_id in batch]
         try:
-            await store.write({key: text for rows in batch.values() for key, text in rows.items()})
+            await store.write({key: text for leaving in batch.values() for key, text in leaving.rows.items()})
         except NoeticError as exc:
-            for session in sessions:
-                self._keep(session, exc.message)
+            for leaving in batch.values():
+                self._keep(leaving.session, exc.message)
             return
         stale: list[str] = []
-        for session in sessions:
+        for leaving in batch.values():
+            session = leaving.session
             session.leaving = False
-            if _is_idle(session):
+            if _is_idle(session) and leaving.unchanged():
                 self._drop(session)
-            else:  # it came back while its history was written: the record must not stay
-                stale.extend(batch[session.thread_id])
+            else:  # a turn ran while its history was written: the record is stale, it stays
+                stale.extend(leaving.rows)
+                self._idle[session.thread_id] = time.monotonic()
+                self._idle.move_to_end(session.thread_id)
         if stale:
             try:
                 await store.write({}, stale)
@@ -313,6 +315,22 @@ class SessionTable:
             session.log = ItemLog([*items, *session.log.items])
             await store.write({}, keys)
         session.restore_pending = False
+
+
+class _Leaving:
+    """A session being written out: its record's rows and the log they were made from."""
+
+    __slots__ = ("length", "log", "rows", "session")
+
+    def __init__(self, session: _Session, rows: dict[str, str]):
+        self.session = session
+        self.rows = rows
+        self.log = session.log
+        self.length = len(session.log)
+
+    def unchanged(self) -> bool:
+        """Whether the session's history is still what the rows hold."""
+        return self.session.log is self.log and len(self.log) == self.length
 
 
 def _history_rows(session: _Session) -> dict[str, str]:
