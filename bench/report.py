@@ -77,6 +77,16 @@ METRICS: dict[str, Metric] = {
     "s3mem": Metric(
         "S3 fan-out: RSS growth", "MiB", lambda r: r["rss_growth_mib"], target=20.0, fmt="{:.1f}"
     ),
+    "s3x": Metric(
+        "S3 at scale: 10,000 concurrent round trips, wall time", "s", lambda r: r["seconds"], fmt="{:.3f}"
+    ),
+    "s3xmem": Metric(
+        "S3 at scale: 10,000 concurrent round trips, RSS growth",
+        "MiB",
+        lambda r: r["rss_growth_mib"],
+        target=60.0,
+        fmt="{:.1f}",
+    ),
     "s4": Metric(
         "S4 import: cold import in a fresh interpreter",
         "s",
@@ -111,7 +121,7 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     samples: dict[str, list[dict[str, Any]]] = raw["samples"]
     tables: dict[str, Any] = {}
     for key, metric in METRICS.items():
-        prefix = "s3" if key == "s3mem" else key
+        prefix = key.removesuffix("mem")
         rows = {}
         for sample_key, results in samples.items():
             scenario, _, subject = sample_key.partition("/")
@@ -126,7 +136,73 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
             grown.setdefault(name, {})[int(size)] = _stat(results, lambda r: r["seconds"] / r["units"] * 1e6)
     if grown:
         tables["growth"] = grown
+    sessions = {
+        key.partition("/")[2]: results for key, results in samples.items() if key.startswith("sessions/")
+    }
+    if sessions:
+        tables["sessions"] = sessions
     return tables
+
+
+#: S3 at scale: the 10,000-run wall time over the 1,000-run one may be at most this (linear: 10).
+S3_SCALE_TARGET = 10.0
+
+
+def s3_scale_rows(tables: dict[str, Any]) -> list[list[str]]:
+    """Per subject run at both sizes: the 10,000 run's median wall time over the 1,000 run's."""
+    rows = []
+    for subject, big in tables.get("s3x", {}).items():
+        small = tables.get("s3", {}).get(subject)
+        ratio = cost_ratio(METRICS["s3"], big, small) if small is not None else None
+        rows.append(
+            [
+                subject,
+                _ratio(ratio),
+                "—" if ratio is None else "met" if ratio <= S3_SCALE_TARGET else "NOT met",
+            ]
+        )
+    return rows
+
+
+def session_rows(sessions: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
+    """Per mode of the session growth scenario (median over repetitions): RSS growth at the
+    first and last sample, the drift between them, sessions left in memory, µs per thread."""
+    rows = []
+    for mode, results in sessions.items():
+        ok = [r for r in results if "error" not in r]
+        if not ok:
+            rows.append(
+                [mode, "failed: " + (results[0].get("error", "no samples") if results else "no samples")]
+            )
+            continue
+        first = statistics.median(r["rss_growth_mib"][0][1] for r in ok)
+        last = statistics.median(r["rss_growth_mib"][-1][1] for r in ok)
+        at_first, threads = ok[0]["rss_growth_mib"][0][0], ok[0]["threads"]
+        per_thread = statistics.median(r["seconds"] / r["threads"] * 1e6 for r in ok)
+        live = statistics.median(r["live_sessions"] for r in ok)
+        rows.append(
+            [
+                mode,
+                f"{threads:,}",
+                f"{first:.1f} (at {at_first:,})",
+                f"{last:.1f}",
+                f"{last - first:.1f}",
+                f"{live:,.0f}",
+                f"{per_thread:,.0f}",
+            ]
+        )
+    return rows
+
+
+SESSION_HEADER = [
+    "mode",
+    "threads",
+    "RSS growth MiB at the first sample",
+    "at the last",
+    "last − first",
+    "sessions in memory",
+    "µs per thread",
+]
 
 
 def cost_ratio(metric: Metric, heavier: Stat, lighter: Stat) -> float | None:
@@ -181,7 +257,9 @@ def scenario_rows(key: str, rows: dict[str, Stat]) -> list[list[str]]:
         out.append([subject, _range(metric, stat), ratio])
     order = {
         name: i
-        for i, name in enumerate(("noetic", "noetic-items", *PEERS, "limit", "noetic deps", "pydantic floor"))
+        for i, name in enumerate(
+            ("noetic", "noetic-items", "noetic-evict", *PEERS, "limit", "noetic deps", "pydantic floor")
+        )
     }
     return sorted(out, key=lambda row: order.get(row[0], 99))
 
@@ -222,6 +300,14 @@ def console(tables: dict[str, Any]) -> str:
             parts.append(f"\n{metric.title} [{metric.unit}]")
             for subject, value, ratio in scenario_rows(key, tables[key]):
                 parts.append(f"  {subject:<14} {value:<36} {ratio}")
+    if "s3x" in tables:
+        parts.append("\nS3 at scale: 10,000-run wall time / 1,000-run wall time")
+        for subject, ratio, met in s3_scale_rows(tables):
+            parts.append(f"  {subject:<14} {ratio:<10} {met}")
+    if "sessions" in tables:
+        parts.append("\nsession growth: " + " | ".join(SESSION_HEADER))
+        for row in session_rows(tables["sessions"]):
+            parts.append("  " + " | ".join(row))
     if "growth" in tables:
         parts.append("\nnoetic growth scenarios (median µs per unit at each size; largest/smallest)")
         for name, unit, cells, spread in growth_rows(tables["growth"]):
@@ -248,7 +334,7 @@ def plot(tables: dict[str, Any], path: Path) -> None:
         if not rows or "noetic" not in rows:
             continue
         noetic = rows["noetic"]
-        short = metric.title.split(":")[0] + (" mem" if key == "s3mem" else "")
+        short = metric.title.split(":")[0] + (" mem" if key.endswith("mem") else "")
         for peer in PEERS:
             if peer in rows and (r := cost_ratio(metric, rows[peer], noetic)) is not None:
                 labels.append(f"{short}: {peer} / noetic")
@@ -290,6 +376,12 @@ NOTES = """\
   The fake model never suspends between deltas (they arrive as fast as the framework takes them).
 - S3: 1,000 round trips started together (`asyncio.gather`) after 20 warm-up runs; wall time,
   and RSS growth of the worker process (peak RSS after the runs minus RSS before them).
+- S3 at scale (`s3x`): the same at 10,000 round trips, for noetic and the limit only (the peers
+  would take minutes); the ratio row divides its median wall time by the 1,000 run's. Row
+  `noetic-evict` (S3 and `s3x`) is noetic with `max_idle_sessions=1000`: each run is a one-turn
+  thread, and the default keeps every thread's session (history, stream, last response).
+- Session growth (`sessions`): one harness serves 100,000 distinct threads one turn each
+  (10,000 with SQLite storage), RSS sampled as they pile up; see `bench/sessions_growth.py`.
 - S4: seconds to run the import statement in a fresh interpreter (interpreter start-up
   excluded), three interpreters per repetition, after the bytecode caches are warm. Its target
   is a ratio: noetic's median over the `pydantic floor` median of the same run.
@@ -403,6 +495,11 @@ def markdown(raw: dict[str, Any], tables: dict[str, Any]) -> str:
             )
     if (s5 := s5_target_row(tables.get("s5", {}))) is not None:
         target_rows.append(s5)
+    for subject, ratio, met in s3_scale_rows(tables):
+        if subject == "noetic":
+            target_rows.append(
+                ["S3 at scale: 10,000-run wall time ÷ 1,000-run", f"≤ {S3_SCALE_TARGET:.0f}×", ratio, met]
+            )
     out += [_table(["scenario", "target", "noetic median (min–max)", ""], target_rows), ""]
     out += ["## Results", ""]
     for key, metric in METRICS.items():
@@ -415,6 +512,27 @@ def markdown(raw: dict[str, Any], tables: dict[str, Any]) -> str:
                 ),
                 "",
             ]
+    if "s3x" in tables:
+        out += [
+            "### S3 at scale: 10,000 ÷ 1,000 concurrent round trips (wall time)",
+            "",
+            _table(
+                ["subject", "10,000-run median ÷ 1,000-run median", f"≤ {S3_SCALE_TARGET:.0f}×"],
+                s3_scale_rows(tables),
+            ),
+            "",
+        ]
+    if "sessions" in tables:
+        out += [
+            "### Session growth: a long-lived harness serving one-turn threads",
+            "",
+            "RSS growth over a warmed-up harness (after `gc.collect()`), sampled every tenth of the "
+            "threads (`bench/sessions_growth.py`): `keep` keeps every session, `evict` keeps at most "
+            "1,000 idle ones (no storage), `evict-sqlite` the same with `storage=` SQLite.",
+            "",
+            _table(SESSION_HEADER, session_rows(tables["sessions"])),
+            "",
+        ]
     if "growth" in tables:
         out += [
             "### noetic growth scenarios",

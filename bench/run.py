@@ -32,6 +32,7 @@ RESULTS = BENCH / "results"
 PEERS = ("pydantic_ai", "agents", "langgraph", "matplotlib", "psutil", "dbos", "langgraph.checkpoint.sqlite")
 
 SUBJECTS = ("noetic", "pydantic-ai", "openai-agents", "langgraph", "limit")
+S3_SUBJECTS = (*SUBJECTS, "noetic-evict")
 S2_SUBJECTS = ("noetic", "noetic-items", "pydantic-ai", "openai-agents", "langgraph", "limit")
 #: S5 (durable round trip): the peers with a durable setup on SQLite (the OpenAI Agents SDK has none).
 S5_SUBJECTS = ("noetic", "pydantic-ai", "langgraph", "limit")
@@ -47,7 +48,14 @@ IMPORTS = {
     "pydantic floor": 'import anyio, pluggy; from pydantic import BaseModel; type("M", (BaseModel,), {"__annotations__": {"x": int}})',
 }
 IMPORT_SAMPLES = 3  # fresh interpreters per subject and repetition
-SCENARIOS = ("s1", "s2", "s3", "s4", "s5", "growth")
+SCENARIOS = ("s1", "s2", "s3", "s3x", "s4", "s5", "growth", "sessions")
+#: S3 at scale (scenario `s3x`): the subjects run at this many concurrent round trips (the
+#: peers stay at S3's 1,000: at 10,000 they take minutes). `noetic-evict` is noetic with
+#: `max_idle_sessions=1000`, as a service of one-turn threads would set it; it runs in S3 too.
+S3X_RUNS = 10_000
+S3X_SUBJECTS = ("noetic", "noetic-evict", "limit")
+#: The session growth scenario (`bench/sessions_growth.py`): modes and threads served.
+SESSION_MODES = {"keep": 100_000, "evict": 100_000, "evict-sqlite": 10_000}
 WORKER_TIMEOUT = 900.0
 
 
@@ -120,14 +128,18 @@ def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
                 for name in rotate(tuple(IMPORTS), rep):
                     for _ in range(IMPORT_SAMPLES):
                         record(f"s4/{name}", import_time(IMPORTS[name]))
+            elif scenario == "s3x":
+                for name in rotate(S3X_SUBJECTS, rep):
+                    record(f"s3x/{name}", worker("s3", name, str(S3X_RUNS)))
+            elif scenario == "sessions":
+                for mode, threads in SESSION_MODES.items():
+                    record(f"sessions/{mode}", worker("sessions", mode, str(threads)))
             elif scenario == "growth":
                 for name, sizes in growth.SIZES.items():
                     for size in sizes:
                         record(f"growth/{name}/{size}", worker("growth", name, str(size)))
             else:
-                subjects = S2_SUBJECTS if scenario == "s2" else SUBJECTS
-                if scenario == "s5":
-                    subjects = S5_SUBJECTS
+                subjects = {"s2": S2_SUBJECTS, "s3": S3_SUBJECTS, "s5": S5_SUBJECTS}.get(scenario, SUBJECTS)
                 for name in rotate(subjects, rep):
                     record(f"{scenario}/{name}", worker(scenario, name))
     return samples

@@ -5,10 +5,12 @@ or framework shares a process (or its memory and import state) with another.
 
 - `s1 SUBJECT`: `S1_RUNS` sequential round trips after `WARMUP` untimed ones.
 - `s2 SUBJECT`: one streaming run of `S2_DELTAS` deltas after a short untimed one.
-- `s3 SUBJECT`: `S3_RUNS` concurrent round trips; RSS before and after in this process.
 - `s5 SUBJECT`: `S5_RUNS` sequential durable round trips on SQLite (`S5_SYNCHRONOUS`) after
   `S5_WARMUP` untimed ones, each subject with its own durable setup (`subjects/durable_*.py`).
+- `s3 SUBJECT [RUNS]`: `RUNS` (default `S3_RUNS`) concurrent round trips; RSS before and after
+  in this process.
 - `growth SCENARIO SIZE`: one noetic growth scenario at one size (see `growth.py`).
+- `sessions MODE THREADS`: a harness serving `THREADS` one-turn threads (see `sessions_growth.py`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ S5_SYNCHRONOUS = "full"
 SUBJECTS = {
     "noetic": "subjects.noetic_subject",
     "noetic-items": "subjects.noetic_subject",
+    "noetic-evict": "subjects.noetic_evict_subject",
     "pydantic-ai": "subjects.pydantic_ai_subject",
     "openai-agents": "subjects.openai_agents_subject",
     "langgraph": "subjects.langgraph_subject",
@@ -95,14 +98,14 @@ async def s2(subject: Any, items: bool) -> dict[str, Any]:
     return {"seconds": seconds, "cpu_seconds": cpu, "deltas": seen}
 
 
-async def s3(subject: Any) -> dict[str, Any]:
+async def s3(subject: Any, runs: int = S3_RUNS) -> dict[str, Any]:
     async with subject.session() as run_once:
         for answer in await asyncio.gather(*(run_once(-1 - i) for i in range(WARMUP))):
             _expect(answer)
         gc.collect()
         before = _rss()
         cpu, started = time.process_time(), time.perf_counter()
-        answers = await asyncio.gather(*(run_once(i) for i in range(S3_RUNS)))
+        answers = await asyncio.gather(*(run_once(i) for i in range(runs)))
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         after = _rss()
         peak = _peak_rss()
@@ -111,7 +114,7 @@ async def s3(subject: Any) -> dict[str, Any]:
     return {
         "seconds": seconds,
         "cpu_seconds": cpu,
-        "runs": S3_RUNS,
+        "runs": runs,
         "rss_growth_mib": (max(after, peak) - before) / 2**20,
         "rss_end_growth_mib": (after - before) / 2**20,
     }
@@ -149,13 +152,17 @@ def main(argv: list[str]) -> dict[str, Any]:
         return asyncio.run(growth(argv[1], int(argv[2])))
     if scenario == "s5":
         return asyncio.run(s5(importlib.import_module(S5_SUBJECTS[argv[1]])))
+    if scenario == "sessions":
+        import sessions_growth
+
+        return sessions_growth.main(argv[1:])
     subject = importlib.import_module(SUBJECTS[argv[1]])
     if scenario == "s1":
         return asyncio.run(s1(subject))
     if scenario == "s2":
         return asyncio.run(s2(subject, items=argv[1] == "noetic-items"))
     if scenario == "s3":
-        return asyncio.run(s3(subject))
+        return asyncio.run(s3(subject, int(argv[2]) if len(argv) > 2 else S3_RUNS))
     raise SystemExit(f"unknown scenario {scenario!r}")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import noetic as nt
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem, OutputText
@@ -80,9 +81,9 @@ def _agent() -> nt.Step:
 
 
 @asynccontextmanager
-async def session() -> AsyncIterator[Callable[[int], Awaitable[str]]]:
-    """S1/S3: one harness; each run is a turn on its own thread."""
-    async with nt.AgentHarness("bench", agent_graph=_agent(), model=FakeModel()) as h:
+async def session(**options: Any) -> AsyncIterator[Callable[[int], Awaitable[str]]]:
+    """S1/S3: one harness (built with `options`); each run is a turn on its own thread."""
+    async with nt.AgentHarness("bench", agent_graph=_agent(), model=FakeModel(), **options) as h:
 
         async def run_once(i: int) -> str:
             response = await h.run(QUESTION, thread_id=f"t{i}")

@@ -174,3 +174,24 @@ async def test_two_harnesses_racing_for_one_execution_run_it_once(database_url: 
     assert sorted(map(str, outcomes)) == ["EXECUTION_LOCKED", "GO"]
     await first.aclose()
     await second.aclose()
+
+
+async def test_an_evicted_thread_comes_back_from_postgres_with_its_history(database_url: str) -> None:
+    from noetic.items import item_text
+    from noetic.sessions import history_key
+    from noetic.testing import ScriptedModel
+
+    model = ScriptedModel.echo()
+    graph = nt.call_model("answer")
+    async with nt.AgentHarness(
+        "t", agent_graph=graph, model=model, storage=database_url, max_idle_sessions=0
+    ) as h:
+        await h.run("my name is Ada", thread_id="ada")
+        await h.wait_background()  # the history is written out in the background
+        assert "ada" not in h._sessions._live
+        store: Any = h._checkpoint_store()
+        assert await store.get(history_key("ada")) is not None
+        await h.run("what is my name?", thread_id="ada")
+        seen = [item_text(item) for item in model.calls[-1].items]
+        assert seen == ["my name is Ada", "my name is Ada", "what is my name?"]
+        assert await store.get(history_key("ada")) is None

@@ -42,6 +42,7 @@ from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.model import ModelAdapter
 from noetic.runtime import Execution
+from noetic.sessions import EvictionPolicy, SessionTable
 from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streamed_turn import StreamedTurn
@@ -166,8 +167,10 @@ class _Session:
         "idle",
         "last_error",
         "last_response",
+        "leaving",
         "log",
         "queue",
+        "restore_pending",
         "running",
         "stream",
         "thread_id",
@@ -183,6 +186,10 @@ class _Session:
         self.current: Context | None = None
         self.last_response: HarnessResponse | None = None
         self.last_error: NoeticError | None = None
+        #: Set while the thread's history is being written out before eviction (`noetic.sessions`).
+        self.leaving = False
+        #: Set when the thread may have a history in storage to read back before its first turn.
+        self.restore_pending = False
 
 
 class AgentHarness(Generic[OutT]):
@@ -209,6 +216,11 @@ class AgentHarness(Generic[OutT]):
     Runs are traced with OpenTelemetry (`noetic.tracing`): to the global tracer provider, or
     `tracer_provider`; `tracing=False` switches spans off and `trace_content=True` records
     message content in them.
+    Idle threads' sessions are evicted from memory under `max_idle_sessions` (a count; the
+    default `"auto"` keeps 10,000 idle sessions with `storage=` and every one without) and
+    `session_idle_timeout` (seconds; default None, no age bound). With `storage=` an evicted
+    thread's history is written to the store and read back on its next turn; without it the
+    history is lost. See `noetic.sessions` (SE-1..SE-4).
     """
 
     def __init__(
@@ -235,6 +247,8 @@ class AgentHarness(Generic[OutT]):
         tracer_provider: TracerProvider | None = None,
         tracing: bool = True,
         trace_content: bool = False,
+        max_idle_sessions: int | Literal["auto"] | None = "auto",
+        session_idle_timeout: float | None = None,
     ):
         if not isinstance(name, str) or not name.strip():
             raise NoeticConfigError(
@@ -273,7 +287,15 @@ class AgentHarness(Generic[OutT]):
         self._plugins_spec = plugins
         self._plugin_manager: NoeticPluginManager | None = None
         self._channels = ChannelHub(channel_timeout)
-        self._sessions: dict[str, _Session] = {}
+        #: The threads' sessions in memory, evicted when idle under the policy (`noetic.sessions`).
+        self._sessions = SessionTable(
+            EvictionPolicy.of(max_idle_sessions, session_idle_timeout, storage=storage is not None),
+            self._new_session,
+            storage is not None,
+            self._checkpoint_store,
+            self._item_declarations,
+            self._start_background,
+        )
         self._adapters: dict[str, ModelAdapter] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope_type: type[anyio.CancelScope] | None = None
@@ -400,6 +422,7 @@ class AgentHarness(Generic[OutT]):
             )
         for session in self._sessions.values():  # entered again after an exit
             session.stream.closed = False
+        self._sessions.stopped = False
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._scope_type = type(anyio.CancelScope())  # this event loop's scope class (see Abortable)
@@ -419,6 +442,7 @@ class AgentHarness(Generic[OutT]):
         """
         tg = self._tg
         assert tg is not None
+        self._sessions.stopped = True  # no eviction starts once leaving has begun
         try:
             if exc_type is None:
                 await self._wait_sessions_idle()
@@ -549,11 +573,11 @@ class AgentHarness(Generic[OutT]):
     # --- turns ------------------------------------------------------------------------------
 
     def _session(self, thread_id: str | None) -> _Session:
-        key = thread_id or DEFAULT_THREAD
-        session = self._sessions.get(key)
-        if session is None:
-            session = self._sessions[key] = _Session(key, self.name)
-            session.stream.tap = self.inspect_sink
+        return self._sessions.get(thread_id or DEFAULT_THREAD)
+
+    def _new_session(self, thread_id: str) -> _Session:
+        session = _Session(thread_id, self.name)
+        session.stream.tap = self.inspect_sink
         return session
 
     def _enqueue(
@@ -667,15 +691,43 @@ class AgentHarness(Generic[OutT]):
         try:
             while session.queue:
                 tickets, session.queue = _next_turn(session.queue)
+                if session.restore_pending and not await self._restore_history(session, tickets):
+                    continue
                 await self._turn(session, tickets)
         finally:
             session.running = False
             if session.queue and self._tg is not None:  # interrupted with input still queued
                 session.running = True
                 self._spawn(partial(self._drain, session), self._worker_scopes)
-            elif session.idle is not None:
-                session.idle.set()
-                session.idle = None
+            else:
+                if session.idle is not None:
+                    session.idle.set()
+                    session.idle = None
+                self._sessions.settled(session)
+
+    async def _restore_history(self, session: _Session, tickets: list[_Ticket]) -> bool:
+        """Read an evicted thread's history back before its first turn here (SE-2); when
+        that fails the turn's tickets get the error and False is returned.
+
+        A resumed execution brings its own history (its snapshot's log), so none is read for it.
+        """
+        if tickets[0].restored is not None:
+            session.restore_pending = False
+            return True
+        try:
+            await self._sessions.restore(session)
+        except NoeticError as exc:
+            error = exc
+        except BaseException:
+            for ticket in tickets:
+                ticket.finish(None, cancelled("the turn was interrupted"))
+            raise
+        else:
+            return True
+        session.last_error = error
+        for ticket in tickets:
+            ticket.finish(None, error)
+        return False
 
     def _turn_input(self, tickets: list[_Ticket], ctx: Context) -> Any:
         """The graph input of a turn; item inputs go to the log (graph input "")."""

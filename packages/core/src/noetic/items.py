@@ -307,13 +307,12 @@ class ItemLog:
     __slots__ = ("_ids", "_items", "_listeners", "_view")
 
     def __init__(self, items: Sequence[Item] = ()) -> None:
-        self._items: list[Item] = []
-        self._ids: set[str] = set()
+        self._items: list[Item] = list(items)
+        #: The ids of the items, built on the first lookup (most logs are never asked, and an
+        #: idle thread's log should not carry a set it does not use).
+        self._ids: set[str] | None = None
         self._listeners: list[Callable[[Item], None]] = []
         self._view = _ReadOnlyItems(self._items)
-        for item in items:
-            self._items.append(item)
-            self._ids.add(item.id)
 
     @property
     def items(self) -> Sequence[Item]:
@@ -324,7 +323,8 @@ class ItemLog:
         """Append one item to the log."""
         parsed = parse_item(item)
         self._items.append(parsed)
-        self._ids.add(parsed.id)
+        if self._ids is not None:
+            self._ids.add(parsed.id)
         for listener in self._listeners:
             listener(parsed)
 
@@ -333,14 +333,21 @@ class ItemLog:
 
         Returns True when the item was appended.
         """
-        if item.id in self._ids:
+        ids = self._id_set()
+        if item.id in ids:
             return False
         self._items.append(item)
-        self._ids.add(item.id)
+        ids.add(item.id)
         return True
 
     def __contains__(self, item_id: object) -> bool:
-        return item_id in self._ids
+        return item_id in self._id_set()
+
+    def _id_set(self) -> set[str]:
+        ids = self._ids
+        if ids is None:
+            ids = self._ids = {item.id for item in self._items}
+        return ids
 
     def __len__(self) -> int:
         return len(self._items)

@@ -52,6 +52,8 @@ class StreamedTurn(Generic[OutT]):
             )
         from noetic.streams import Subscription
 
+        # the thread's session now: the one seen when the turn was made may have been evicted
+        self._session = self._harness._session(self._session.thread_id)
         self._subscription = Subscription(self._session.stream)
         try:
             self._ticket = self._queue()

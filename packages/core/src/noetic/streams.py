@@ -78,7 +78,9 @@ class TurnStream:
     __slots__ = ("_buffer", "_end_types", "_subscribers", "active", "closed", "tap")
 
     def __init__(self, harness_name: str):
-        self._buffer: deque[StreamEvent] = deque(maxlen=_BUFFER)
+        #: The running turn's events so far, for late subscribers; None between turns, so an
+        #: idle thread holds no buffer.
+        self._buffer: deque[StreamEvent] | None = None
         self._subscribers: list[Subscription] = []
         self._end_types = _end_types(harness_name)
         self.active = False
@@ -86,6 +88,11 @@ class TurnStream:
         self.tap: Callable[[StreamEvent], None] | None = None
         #: Set when the harness has exited: no turn will come, so subscriptions end.
         self.closed = False
+
+    @property
+    def subscribed(self) -> bool:
+        """Whether anyone is subscribed to this stream now."""
+        return bool(self._subscribers)
 
     def close(self) -> None:
         """End every subscription that is waiting for a turn (the harness is gone)."""
@@ -98,13 +105,15 @@ class TurnStream:
 
     def start_turn(self) -> None:
         """Begin buffering a new turn."""
-        self._buffer.clear()
+        self._buffer = deque(maxlen=_BUFFER)
         self.active = True
 
     def deliver(self, event: StreamEvent) -> None:
         """Deliver one event that cannot end the turn (a model delta) to the buffer and every
         subscriber; a waiting subscriber is woken once."""
-        self._buffer.append(event)
+        buffer = self._buffer
+        if buffer is not None:
+            buffer.append(event)
         if self.tap is not None:
             self.tap(event)
         for sub in self._subscribers:
@@ -119,7 +128,7 @@ class TurnStream:
         self.deliver(event)
         if event.type in self._end_types:
             self.active = False
-            self._buffer.clear()  # only subscribers of a running turn read it
+            self._buffer = None  # only subscribers of a running turn read it
 
     def is_turn_end(self, event: StreamEvent) -> bool:
         """True for the event that ends a turn of this stream."""
@@ -128,7 +137,7 @@ class TurnStream:
     async def subscribe(self) -> AsyncIterator[StreamEvent]:
         """Events of the running turn (from its start) or of the next one, until it ends."""
         sub = Subscription(self)
-        if self.active:
+        if self.active and self._buffer is not None:
             sub.pending.extend(self._buffer)
         pending, end_types = sub.pending, self._end_types
         try:

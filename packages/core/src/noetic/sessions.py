@@ -1,0 +1,375 @@
+"""The harness's sessions by thread, and the policy that evicts idle ones (SE-1..SE-4).
+
+A session is what the harness keeps for one thread between its turns: the history (the
+thread's item log), the queue, the stream and the last turn's outcome. A harness serving many
+distinct threads would keep every one of them forever; `SessionTable` bounds that with an
+`EvictionPolicy`:
+
+- `max_idle_sessions`: at most this many idle sessions stay in memory; when one more goes
+  idle, the least recently used idle one is evicted. `"auto"` (the default) is
+  `DEFAULT_MAX_IDLE_SESSIONS` with `storage=` and unbounded without it; `None` is unbounded.
+- `session_idle_timeout`: a session idle for longer than this many seconds is evicted
+  (`None`, the default: never for its age). Checked whenever a turn ends — no timer runs.
+
+A session is idle when no turn runs or waits in its queue and nobody is subscribed to its
+stream; only idle sessions are evicted (SE-1). Channels belong to executions and close when
+their turn ends, and background jobs (cost reconciliation) hold their execution, not the
+session, so neither keeps a session.
+
+With `storage=`, evicting a session writes its history to the checkpoint store as one record
+at `thread:{thread_id}:history` (split into parts when large) and only then drops it from
+memory; the thread's next turn reads that record back, so the model sees every earlier
+message, and deletes it (SE-2). A harness on the same store in another process picks the
+record up the same way. A write that fails keeps the session in memory (logged), so no
+history is lost. Without `storage=` an evicted thread's history is gone: its next turn starts
+from an empty history (SE-3) — which is why `"auto"` never evicts without storage.
+
+What eviction always drops: the last response (`get_agent_response` on an evicted thread
+raises `NO_STEP_CONFIGURED` as for a thread that never ran) and the stream: an item or full
+stream iterator made before the eviction and first read after it ends at once (SE-4).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
+
+from noetic.errors import NoeticConfigError, NoeticError
+from noetic.items import ItemLog
+
+if TYPE_CHECKING:
+    from noetic.durable.items import Declarations
+    from noetic.durable.store import CheckpointStore
+    from noetic.harness import _Session
+
+__all__ = [
+    "DEFAULT_MAX_IDLE_SESSIONS",
+    "HISTORY_VERSION",
+    "EvictionPolicy",
+    "SessionTable",
+    "history_key",
+]
+
+log = logging.getLogger("noetic.sessions")
+
+#: Idle sessions kept in memory by default when the harness has `storage=`.
+DEFAULT_MAX_IDLE_SESSIONS = 10_000
+#: The layout of the history record this code writes and reads.
+HISTORY_VERSION = 1
+#: Evicted sessions written to the store in one atomic batch, at most.
+_BATCH = 256
+
+
+def history_key(thread_id: str) -> str:
+    """Where an evicted thread's history lives (the id is percent-encoded, so no thread's
+    key is a prefix of another's)."""
+    return f"thread:{quote(thread_id, safe='')}:history"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionPolicy:
+    """When idle sessions leave memory: `max_idle` (None: no count bound) and
+    `idle_timeout` in seconds (None: no age bound)."""
+
+    max_idle: int | None
+    idle_timeout: float | None
+
+    @property
+    def evicts(self) -> bool:
+        """Whether this policy ever evicts."""
+        return self.max_idle is not None or self.idle_timeout is not None
+
+    @classmethod
+    def of(
+        cls,
+        max_idle_sessions: int | Literal["auto"] | None,
+        session_idle_timeout: float | None,
+        *,
+        storage: bool,
+    ) -> EvictionPolicy:
+        """The policy of the harness options, checked (`SESSION_POLICY_INVALID`)."""
+        if max_idle_sessions == "auto":
+            max_idle: int | None = DEFAULT_MAX_IDLE_SESSIONS if storage else None
+        elif max_idle_sessions is None or (
+            isinstance(max_idle_sessions, int)
+            and not isinstance(max_idle_sessions, bool)
+            and max_idle_sessions >= 0
+        ):
+            max_idle = max_idle_sessions
+        else:
+            raise _invalid(
+                f"max_idle_sessions must be a whole number >= 0, None or 'auto', got {max_idle_sessions!r}"
+            )
+        timeout = session_idle_timeout
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout < 0
+        ):
+            raise _invalid(f"session_idle_timeout must be a number of seconds >= 0 or None, got {timeout!r}")
+        return cls(max_idle, None if timeout is None else float(timeout))
+
+
+def _invalid(message: str) -> NoeticConfigError:
+    return NoeticConfigError(
+        "SESSION_POLICY_INVALID",
+        message,
+        hint="Pass max_idle_sessions=1000 (or None for no bound) and session_idle_timeout=600.0 (or None).",
+    )
+
+
+def _is_idle(session: _Session) -> bool:
+    """No turn running or queued, and nobody subscribed to the stream (SE-1)."""
+    return not (session.running or session.queue or session.current is not None or session.stream.subscribed)
+
+
+class SessionTable:
+    """The live sessions of one harness, by thread id, evicted under `policy`.
+
+    `make(thread_id)` builds a session; `durable` says whether the harness has `storage=`,
+    whose checkpoint store `store()` resolves; `declarations()` rebuilds custom items read back; `start_background(job)` runs
+    the writes of evicted histories so that leaving the harness waits for them.
+    """
+
+    __slots__ = (
+        "_declarations",
+        "_durable",
+        "_flushing",
+        "_idle",
+        "_leaving",
+        "_live",
+        "_make",
+        "_start_background",
+        "_store",
+        "evicted",
+        "policy",
+        "stopped",
+    )
+
+    def __init__(
+        self,
+        policy: EvictionPolicy,
+        make: Callable[[str], _Session],
+        durable: bool,
+        store: Callable[[], CheckpointStore | None],
+        declarations: Callable[[], Declarations],
+        start_background: Callable[[Callable[[], Awaitable[None]]], None],
+    ):
+        self.policy = policy
+        self._make = make
+        self._durable = durable
+        self._store = store
+        self._declarations = declarations
+        self._start_background = start_background
+        self._live: dict[str, _Session] = {}
+        #: Thread ids of sessions that went idle, least recently first, with when they did. An
+        #: OrderedDict: reading its first entry stays O(1) however many were removed before
+        #: (a plain dict skips the removed slots on every `next(iter(...))`).
+        self._idle: OrderedDict[str, float] = OrderedDict()
+        self._leaving: deque[_Session] = deque()
+        self._flushing = False
+        #: How many sessions this table has evicted.
+        self.evicted = 0
+        #: Set while the harness is not running (leaving it, or left): nothing is evicted.
+        self.stopped = False
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def values(self) -> list[_Session]:
+        """The sessions in memory now."""
+        return list(self._live.values())
+
+    def get(self, thread_id: str) -> _Session:
+        """The thread's session, made (and marked to read its history back) when absent."""
+        session = self._live.get(thread_id)
+        if session is None:
+            session = self._live[thread_id] = self._make(thread_id)
+            session.restore_pending = self._durable
+            if self.policy.evicts:
+                self._idle[thread_id] = time.monotonic()
+        return session
+
+    def settled(self, session: _Session) -> None:
+        """The session's queue has drained: it is idle now; evict what the policy says."""
+        if self.stopped or not self.policy.evicts or self._live.get(session.thread_id) is not session:
+            return
+        self._idle[session.thread_id] = time.monotonic()
+        self._idle.move_to_end(session.thread_id)
+        self.sweep()
+
+    def sweep(self) -> None:
+        """Evict the idle sessions beyond the count bound and those idle for too long."""
+        policy, idle = self.policy, self._idle
+        now = time.monotonic()
+        horizon = -math.inf if policy.idle_timeout is None else now - policy.idle_timeout
+        for _ in range(len(idle)):  # each entry is looked at once at most
+            thread_id = next(iter(idle))
+            if (
+                not (policy.max_idle is not None and len(idle) > policy.max_idle)
+                and idle[thread_id] > horizon
+            ):
+                return
+            del idle[thread_id]
+            session = self._live[thread_id]
+            if session.leaving:
+                continue
+            if not _is_idle(session):
+                if not (session.running or session.queue):  # only subscribed: look again later
+                    idle[thread_id] = now
+                continue  # a running session comes back here when its queue drains
+            self._evict(session)
+
+    def _evict(self, session: _Session) -> None:
+        if not self._durable or session.restore_pending:  # nothing (new) to write
+            self._drop(session)
+            return
+        session.leaving = True
+        self._leaving.append(session)
+        if not self._flushing:
+            self._flushing = True
+            self._start_background(self._flush)
+
+    def _drop(self, session: _Session) -> None:
+        del self._live[session.thread_id]
+        self._idle.pop(session.thread_id, None)
+        session.stream.close()  # a subscription made on it later ends instead of hanging (SE-4)
+        self.evicted += 1
+
+    async def _flush(self) -> None:
+        """Write the histories of the sessions leaving, a batch at a time, then drop them."""
+        batch: dict[str, _Leaving] = {}
+        try:
+            while self._leaving:
+                batch = {}
+                while self._leaving and len(batch) < _BATCH:
+                    session = self._leaving.popleft()
+                    if not _is_idle(session):  # a turn came for it meanwhile: it stays
+                        session.leaving = False
+                        continue
+                    try:
+                        batch[session.thread_id] = _Leaving(session, _history_rows(session))
+                    except (TypeError, ValueError) as exc:
+                        self._keep(session, f"its history is not JSON ({exc})")
+                        continue
+                if batch:
+                    await self._write_out(batch)
+                    batch = {}
+        finally:
+            self._flushing = False
+            if self._leaving or batch:  # cancelled (the harness left): whatever was leaving stays
+                for session in (*self._leaving, *(leaving.session for leaving in batch.values())):
+                    session.leaving = False
+                self._leaving.clear()
+
+    async def _write_out(self, batch: dict[str, _Leaving]) -> None:
+        store = self._store()
+        assert store is not None  # only sessions of a harness with storage leave this way
+        try:
+            await store.write({key: text for leaving in batch.values() for key, text in leaving.rows.items()})
+        except NoeticError as exc:
+            for leaving in batch.values():
+                self._keep(leaving.session, exc.message)
+            return
+        stale: list[str] = []
+        for leaving in batch.values():
+            session = leaving.session
+            session.leaving = False
+            if _is_idle(session) and leaving.unchanged():
+                self._drop(session)
+            else:  # a turn ran while its history was written: the record is stale, it stays
+                stale.extend(leaving.rows)
+                self._idle[session.thread_id] = time.monotonic()
+                self._idle.move_to_end(session.thread_id)
+        if stale:
+            try:
+                await store.write({}, stale)
+            except NoeticError as exc:
+                log.warning("stale thread histories could not be deleted (%s): %s", exc.message, stale)
+
+    def _keep(self, session: _Session, why: str) -> None:
+        """A session whose history could not be written stays in memory, idle again."""
+        log.warning("thread %r stays in memory: its history could not be saved: %s", session.thread_id, why)
+        session.leaving = False
+        self._idle[session.thread_id] = time.monotonic()
+
+    async def restore(self, session: _Session) -> None:
+        """Read the thread's evicted history back into its session (SE-2), then delete the
+        record; a damaged record raises `CHECKPOINT_CORRUPT` and stays for the next try."""
+        store = self._store()
+        if store is None:
+            session.restore_pending = False
+            return
+        key = history_key(session.thread_id)
+        keys = await store.list_prefix(key)
+        if key in keys:
+            rows = await store.get_many(keys)
+            items = _load_history(key, rows, session.thread_id, self._declarations())
+            session.log = ItemLog([*items, *session.log.items])
+            await store.write({}, keys)
+        session.restore_pending = False
+
+
+class _Leaving:
+    """A session being written out: its record's rows and the log they were made from."""
+
+    __slots__ = ("length", "log", "rows", "session")
+
+    def __init__(self, session: _Session, rows: dict[str, str]):
+        self.session = session
+        self.rows = rows
+        self.log = session.log
+        self.length = len(session.log)
+
+    def unchanged(self) -> bool:
+        """Whether the session's history is still what the rows hold."""
+        return self.session.log is self.log and len(self.log) == self.length
+
+
+def _history_rows(session: _Session) -> dict[str, str]:
+    """The rows of the session's history record (raises `TypeError`/`ValueError` if it is not JSON)."""
+    from noetic.durable.items import items_json
+    from noetic.durable.parts import split_record
+    from noetic.durable.store import encode_document
+
+    head = encode_document({"v": HISTORY_VERSION, "thread_id": session.thread_id})
+    text = f'{head[:-1]},"items":{items_json(session.log.items)}}}'
+    return split_record(history_key(session.thread_id), text)
+
+
+def _load_history(key: str, rows: dict[str, str], thread_id: str, declarations: Declarations) -> list[Any]:
+    """The items of a history record, checked: anything else is `CHECKPOINT_CORRUPT`."""
+    from pydantic import ValidationError
+
+    from noetic.durable.items import load_items
+    from noetic.durable.parts import join_record
+    from noetic.durable.store import describe_error
+
+    record = join_record(key, rows)
+    if not (isinstance(record, dict) and set(record) == {"v", "thread_id", "items"}):
+        raise _damaged(key, thread_id, "it is not a history record")
+    if record["v"] != HISTORY_VERSION:
+        raise _damaged(key, thread_id, f"it has version {record['v']!r}, this code reads {HISTORY_VERSION}")
+    if record["thread_id"] != thread_id:
+        raise _damaged(key, thread_id, f"it belongs to thread {record['thread_id']!r}")
+    try:
+        return load_items(record["items"], declarations)
+    except (ValidationError, NoeticError, ValueError, TypeError) as exc:
+        raise _damaged(key, thread_id, f"its items do not parse ({describe_error(exc)})") from None
+
+
+def _damaged(key: str, thread_id: str, why: str) -> NoeticError:
+    return NoeticError(
+        "CHECKPOINT_CORRUPT",
+        f"the stored history {key!r} of thread {thread_id!r} is damaged: {why}. The turn was "
+        "stopped rather than run without its history; delete that record to start the thread over",
+        key=key,
+        thread_id=thread_id,
+    )
