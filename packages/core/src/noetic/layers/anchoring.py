@@ -128,11 +128,35 @@ def _text_hash(text: str) -> str:
 
 @dataclass(slots=True)
 class Pin:
-    """An anchored layer's pinned render: re-sent unchanged for the rest of the epoch."""
+    """An anchored layer's pinned render: re-sent unchanged for the rest of the epoch (also
+    the last live render of a layer, to judge its churn).
+
+    `text` is the recall's string when it returned one; `digest`, the content hash, is
+    computed only when a comparison needs it.
+    """
 
     items: tuple[Item, ...]
     token_count: int
-    digest: str
+    text: str | None = None
+    digest: str | None = None
+
+    @classmethod
+    def of(cls, output: LayerOutput) -> Pin:
+        """The render of `output`."""
+        return cls(output.items, output.token_count, output.text)
+
+    def same(self, other: Pin) -> bool:
+        """Whether `other` reads the same to the model: the very same items, the same recall
+        string (a string always becomes the same one message), or else the same content hash."""
+        if other.items is self.items:
+            return True
+        if self.text is not None and other.text is not None:
+            return self.text == other.text
+        if self.digest is None:
+            self.digest = content_hash(self.items)
+        if other.digest is None:
+            other.digest = content_hash(other.items)
+        return self.digest == other.digest
 
 
 @dataclass(slots=True)
@@ -166,15 +190,15 @@ class Epoch:
 
 
 class AnchorStore:
-    """A harness's anchoring memory: epochs per lineage, churn per layer id (with the digest
-    of each layer's last live render), pending `cache-miss` re-anchors."""
+    """A harness's anchoring memory: epochs per lineage, churn per layer id (with each layer's
+    last live render), pending `cache-miss` re-anchors."""
 
     def __init__(self, config: ContextCacheConfig):
         self.config = config
         self.epochs: OrderedDict[str, Epoch] = OrderedDict()
         self.churn: dict[str, Churn] = {}
         self.pending: dict[str, ReanchorReason] = {}
-        self.live_digests: dict[str, str] = {}
+        self.live_renders: dict[str, Pin] = {}
 
     def churn_of(self, layer_id: str) -> Churn:
         """The churn record of a layer (created empty)."""
@@ -267,13 +291,13 @@ class AnchorStore:
     def watch_live(self, output: LayerOutput, count: bool) -> None:
         """Count a live render toward its layer's churn against the previous live render, so
         a demoted `auto` layer that calms down can be promoted again (AN-6)."""
-        digest = content_hash(output.items)
-        previous = self.live_digests.get(output.layer_id)
-        self.live_digests[output.layer_id] = digest
+        render = Pin.of(output)
+        previous = self.live_renders.get(output.layer_id)
+        self.live_renders[output.layer_id] = render
         if count and previous is not None:
             churn = self.churn_of(output.layer_id)
             churn.observed += 1
-            churn.changed += previous != digest
+            churn.changed += not previous.same(render)
 
     def drop(self, key: str) -> None:
         """Forget a lineage (a child execution that ended)."""
@@ -286,12 +310,14 @@ class AnchorStore:
 
 @dataclass(frozen=True, slots=True)
 class LayerOutput:
-    """One layer's recall output; `mutated_state` when the recall committed new state."""
+    """One layer's recall output; `mutated_state` when the recall committed new state, `text`
+    the recall's string when it returned one (its one developer message)."""
 
     layer_id: str
     items: tuple[Item, ...]
     token_count: int
     mutated_state: bool = False
+    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,7 +454,7 @@ def _band_and_pin(
             anchored[output.layer_id] = output
     if not epoch.pins and epoch.assemblies == 0:
         for layer_id, output in anchored.items():
-            epoch.pins[layer_id] = Pin(output.items, output.token_count, content_hash(output.items))
+            epoch.pins[layer_id] = Pin.of(output)
     for layer_id, pin in epoch.pins.items():
         _serve_pin(bands, epoch, layer_id, pin, anchored.get(layer_id), placements, store, count_churn)
     for layer_id, output in anchored.items():
@@ -464,7 +490,7 @@ def _serve_pin(
             bands.stale.append(_Stale(layer_id, "retract", pin.items, ()))
             bands.info[layer_id] = ServeInfo("anchor", served, True, churn.rate, churn.rebill_tokens)
         return
-    changed = pin.digest != content_hash(fresh.items)
+    changed = not pin.same(Pin.of(fresh))
     if count_churn:
         churn.observed += 1
         if changed:

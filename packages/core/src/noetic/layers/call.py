@@ -20,6 +20,7 @@ import copy
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,7 +36,15 @@ from noetic.items import (
 from noetic.layers.anchoring import AnchorStore, BandedView, LayerOutput, band_outputs, lineage_key
 from noetic.layers.budgets import Projection, allocate_budgets
 from noetic.layers.contract import UNSET, CallResult, RecallResult
-from noetic.layers.frame import LayerContext, LayerEntry, LayerFrame, is_cancellation, report, run_hook
+from noetic.layers.frame import (
+    LayerContext,
+    LayerEntry,
+    LayerFrame,
+    is_cancellation,
+    report,
+    run_hook,
+    run_hooks,
+)
 from noetic.layers.overflow import SummaryMemory, summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
 from noetic.layers.view import assemble_view, strip_orphans
@@ -43,7 +52,7 @@ from noetic.tokens import estimate_item_tokens, estimate_text
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
-    from noetic.model import ModelAdapter
+    from noetic.model import ModelAdapter, ToolDefinition
     from noetic.usage import LastLayerUsage, RoundUsage
 
 __all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
@@ -71,13 +80,28 @@ class RecallCache:
 @dataclass(slots=True)
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring and recall caches,
-    overflow summaries, and token estimates of log items by id (items never change, so one
-    estimate each)."""
+    overflow summaries, token estimates of log items by id (items never change, so one
+    estimate each) and each layer's last string render."""
 
     anchors: AnchorStore
     recalls: RecallCache = field(default_factory=RecallCache)
     summaries: SummaryMemory = field(default_factory=SummaryMemory)
     tokens: dict[str, int] = field(default_factory=dict)
+    renders: dict[str, LayerOutput] = field(default_factory=dict)
+
+    def render_text(self, layer_id: str, text: str) -> LayerOutput:
+        """The output of a recall of `layer_id` that returned `text` (LY-3: one developer
+        message). When the layer returned the same text last time, it is the same output —
+        message, token estimate and all — so unchanged content is not rebuilt, re-estimated or
+        re-hashed (anchoring compares it by identity)."""
+        last = self.renders.get(layer_id)
+        if last is not None and last.text == text:
+            return last
+        if len(self.renders) >= MAX_MEMOIZED_ITEMS:
+            self.renders.clear()
+        output = LayerOutput(layer_id, (developer_message(text),), estimate_text(text), text=text)
+        self.renders[layer_id] = output
+        return output
 
     def item_tokens(self, item: Item) -> int:
         """The estimated tokens of `item`, memoized by item id (bounded)."""
@@ -247,30 +271,43 @@ class LayeredCall:
         await self._band(self._instructions)
 
     async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
-        outputs: list[LayerOutput] = []
+        ordered = sorted(entries, key=lambda e: e.layer.slot)  # stable: ties keep array order
         cache = self._memory.recalls
-        for entry in sorted(entries, key=lambda e: e.layer.slot):  # stable: ties keep array order
+        found: dict[str, LayerOutput] = {}
+        called: list[LayerEntry] = []
+        eventual: set[str] = set()
+        for entry in ordered:
             if entry.hook("recall") is None:
                 continue
-            eventual = getattr(entry.layer, "recall_mode", "atomic") == "eventual"
-            cached = cache.get(entry.cache_key) if eventual else None
-            if cached is not None:
-                outputs.append(cached)
-                continue
-            context = LayerContext(entry, self.ctx, query=self.query)
-            try:
-                output = _output(entry, await run_hook(entry, "recall", context, budgets.get(entry.id, 0)))
-            except Exception as exc:
-                if is_cancellation(exc):
-                    raise
-                report(entry, "recall", exc)
-                continue
-            if output is None:
-                continue
-            if eventual:
-                cache.put(entry.cache_key, output)
-            outputs.append(output)
-        return outputs
+            if getattr(entry.layer, "recall_mode", "atomic") == "eventual":
+                eventual.add(entry.id)
+                cached = cache.get(entry.cache_key)
+                if cached is not None:
+                    found[entry.id] = cached
+                    continue
+            called.append(entry)
+
+        def recalled(entry: LayerEntry, value: Any) -> None:
+            output = _output(entry, value, self._memory)
+            if output is not None:
+                if entry.id in eventual:
+                    cache.put(entry.cache_key, output)
+                found[entry.id] = output
+
+        def failed(entry: LayerEntry, exc: Exception) -> None:
+            if is_cancellation(exc):
+                raise exc
+            report(entry, "recall", exc)
+
+        query = self.query
+        await run_hooks(
+            called,
+            "recall",
+            lambda entry: (LayerContext(entry, self.ctx, query=query), budgets.get(entry.id, 0)),
+            recalled,
+            failed,
+        )
+        return [found[e.id] for e in ordered if e.id in found]
 
     async def _render_delta(
         self, layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...], budget: float
@@ -368,6 +405,18 @@ class LayeredCall:
         assert self.banded is not None
         return with_layers(base.model_copy(update={"history_tokens": self._history_tokens}), self.banded)
 
+    def usage_later(
+        self, execution_id: str, model_id: str, instructions: str | None, tools: Sequence[ToolDefinition]
+    ) -> Callable[[], LastLayerUsage]:
+        """`usage` of the step's window, measured only when called: most runs never read it.
+        It keeps the banded layer part and a count, not this call (nor its context)."""
+        from noetic.layers.usage import layered_usage
+
+        assert self.banded is not None
+        return partial(
+            layered_usage, execution_id, model_id, instructions, tools, self._history_tokens, self.banded
+        )
+
     async def store(self, result: CallResult) -> None:
         """Run every active layer's `store` concurrently, all-settled (LY-7)."""
         entries = [e for e in self.frame.active() if e.hook("store") is not None]
@@ -399,13 +448,13 @@ class LayeredCall:
             await self.ctx._exec.layers.parent_updated(self.ctx, changed)
 
 
-def _output(entry: LayerEntry, value: Any) -> LayerOutput | None:
+def _output(entry: LayerEntry, value: Any, memory: LayerMemory) -> LayerOutput | None:
     """A recall hook's return value as layer output (LY-3); the string form becomes one
     developer message."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
-        return LayerOutput(entry.id, (developer_message(value),), estimate_text(value))
+        return memory.render_text(entry.id, value)
     if not isinstance(value, RecallResult):
         raise TypeError(f"recall returned {type(value).__name__}; return a str, a RecallResult or None")
     items = tuple(parse_item(i) for i in value.items)

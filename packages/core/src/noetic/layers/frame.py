@@ -17,7 +17,9 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+import math
+import time
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from noetic.layers.provides import LayerHandles
     from noetic.tools import Tool
 
-__all__ = ["LayerContext", "LayerEntry", "LayerFrame", "commit_state", "report", "run_hook"]
+__all__ = ["LayerContext", "LayerEntry", "LayerFrame", "commit_state", "report", "run_hook", "run_hooks"]
 
 log = logging.getLogger("noetic.layers")
 #: The storage key every layer's state is written through to.
@@ -204,6 +206,96 @@ async def run_hook(entry: LayerEntry, name: str, *args: Any) -> Any:
     return value
 
 
+async def run_hooks(
+    entries: Sequence[LayerEntry],
+    name: str,
+    args: Callable[[LayerEntry], tuple[Any, ...]],
+    done: Callable[[LayerEntry, Any], None],
+    failed: Callable[[LayerEntry, Exception], None],
+) -> None:
+    """Call hook `name` of each of `entries` in turn, each under its own timeout, as
+    `run_hook` would one by one — but with one cancel scope for the whole run.
+
+    `args(entry)` builds a call's arguments just before it; `done(entry, value)` takes its
+    result and `failed(entry, exc)` what the hook (or `done`) raised — `TimeoutError` when the
+    hook overran. Either may raise to stop the run. Cancellation from outside propagates.
+
+    Entering a cancel scope costs more than a cheap hook itself, and most hooks never suspend.
+    So the shared scope has no deadline while a hook runs up to its first suspension (a
+    timeout can only fire at one); a hook that does suspend finishes under the time it has
+    left, counted from its call. After an overrun the rest runs in a fresh scope.
+    """
+    remaining = iter(entries)
+    while True:
+        current: LayerEntry | None = None
+        with anyio.CancelScope() as scope:
+            for current in remaining:
+                try:
+                    done(current, await _timed_call(scope, current, name, args(current)))
+                except Exception as exc:  # noqa: BLE001 - the caller's `failed` decides
+                    failed(current, exc)
+                if scope.cancel_called:  # the hook outlived its deadline yet returned
+                    break
+            else:
+                return
+        if scope.cancelled_caught and current is not None:
+            failed(current, TimeoutError())
+
+
+async def _timed_call(scope: anyio.CancelScope, entry: LayerEntry, name: str, args: tuple[Any, ...]) -> Any:
+    """One hook call inside `scope` (see `run_hooks`): the deadline is set only if it suspends."""
+    hook = entry.hook(name)
+    assert hook is not None
+    started = time.monotonic()
+    value = hook(*args)
+    if not inspect.isawaitable(value):
+        return value
+    if inspect.iscoroutine(value):
+        try:
+            trap = value.send(None)
+        except StopIteration as finished:
+            return finished.value
+        value = _Resumed(value, trap)
+    scope.deadline = anyio.current_time() + entry.timeout(name) - (time.monotonic() - started)
+    try:
+        return await value
+    finally:
+        scope.deadline = math.inf
+
+
+class _Resumed:
+    """Awaiting it finishes a coroutine that already ran up to its first suspension, `trap`
+    (what it handed the event loop), exactly as awaiting it from the start would have.
+
+    Written by hand: no library resumes an already started coroutine inside another await.
+    """
+
+    __slots__ = ("_coro", "_trap")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], trap: Any):
+        self._coro = coro
+        self._trap = trap
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, trap = self._coro, self._trap
+        while True:
+            try:
+                sent = yield trap
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # noqa: BLE001 - thrown in, as `yield from` would
+                try:
+                    trap = coro.throw(exc)
+                except StopIteration as finished:
+                    return finished.value
+            else:
+                try:
+                    trap = coro.send(sent)
+                except StopIteration as finished:
+                    return finished.value
+
+
 def _takes_argument(fn: Callable[..., Any]) -> bool:
     try:
         params = inspect.signature(fn).parameters.values()
@@ -231,6 +323,33 @@ def is_cancellation(exc: BaseException) -> bool:
     return isinstance(exc, NoeticError) and exc.code == "cancelled"
 
 
+def _started(entry: LayerEntry, state: Any) -> None:
+    entry.state = state
+    entry.started = True
+
+
+def _init_failed(entry: LayerEntry, exc: Exception) -> None:
+    """A failing `init` disables its layer under `on_init_error="disable"`, else fails the run."""
+    if is_cancellation(exc):
+        raise exc
+    report(entry, "init", exc)
+    if getattr(entry.layer, "on_init_error", "throw") != "disable":
+        raise NoeticError(
+            "layer_init_failed",
+            f"context layer {entry.id!r}: init raised {type(exc).__name__}: {exc}",
+            cause=exc,
+            layer_id=entry.id,
+        ) from exc
+    entry.disabled = True
+
+
+def _to_close(entry: LayerEntry) -> bool:
+    """Whether tearing `entry` down does anything: a hook to call or state to write."""
+    if entry.dirty:
+        return True
+    return entry.active and (entry.hook("on_complete") is not None or entry.hook("dispose") is not None)
+
+
 class LayerFrame:
     """The layers active on one context; see the module docstring.
 
@@ -239,6 +358,7 @@ class LayerFrame:
     """
 
     __slots__ = (
+        "_closed",
         "_handles",
         "_hooked",
         "_teardown",
@@ -268,6 +388,7 @@ class LayerFrame:
         self.teardown_on_abort = False
         self.merge_lock: anyio.Lock | None = None
         self._teardown: anyio.Event | None = None
+        self._closed = False
         self._tools: dict[str, Tool] | None = None
         self._handles: LayerHandles | None = None
         self._hooked: dict[str, tuple[LayerEntry, ...]] = {}
@@ -325,28 +446,18 @@ class LayerFrame:
         A failing `init` disables its layer under `on_init_error="disable"`; otherwise it
         raises `layer_init_failed` and the execution fails.
         """
+        pending = []
         for entry in self.owned:
             if entry.started or entry.disabled:
                 continue
             if entry.hook("init") is None:
                 entry.started = True
-                continue
-            try:
-                entry.state = await run_hook(entry, "init", LayerContext(entry, self.ctx))
-            except Exception as exc:
-                if is_cancellation(exc):
-                    raise
-                report(entry, "init", exc)
-                if getattr(entry.layer, "on_init_error", "throw") != "disable":
-                    raise NoeticError(
-                        "layer_init_failed",
-                        f"context layer {entry.id!r}: init raised {type(exc).__name__}: {exc}",
-                        cause=exc,
-                        layer_id=entry.id,
-                    ) from exc
-                entry.disabled = True
-                continue
-            entry.started = True
+            else:
+                pending.append(entry)
+        if pending:
+            await run_hooks(
+                pending, "init", lambda entry: (LayerContext(entry, self.ctx),), _started, _init_failed
+            )
 
     async def flush(self) -> None:
         """Write changed durable state of every entry through to storage."""
@@ -356,8 +467,15 @@ class LayerFrame:
     async def teardown(self, outcome: Outcome) -> None:
         """`on_complete(outcome)` then `dispose` for owned active entries, once (LY-10/11).
 
-        Runs shielded from cancellation; a second caller waits for the first to finish.
+        Runs shielded from cancellation; a second caller waits for the first to finish. A
+        frame with no such hook and no unwritten state has nothing to wait for: it is done at
+        once, without a scope.
         """
+        if self._teardown is None and not self._closed and not any(map(_to_close, self.owned)):
+            self._closed = True
+            return
+        if self._closed:
+            return
         with anyio.CancelScope(shield=True):
             if self._teardown is not None:
                 await self._teardown.wait()
