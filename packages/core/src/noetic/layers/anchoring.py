@@ -490,7 +490,7 @@ def _serve_pin(
             bands.stale.append(_Stale(layer_id, "retract", pin.items, ()))
             bands.info[layer_id] = ServeInfo("anchor", served, True, churn.rate, churn.rebill_tokens)
         return
-    changed = not pin.same(Pin.of(fresh))
+    changed = fresh.items is not pin.items and not pin.same(Pin.of(fresh))
     if count_churn:
         churn.observed += 1
         if changed:

@@ -81,13 +81,14 @@ class RecallCache:
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring and recall caches,
     overflow summaries, token estimates of log items by id (items never change, so one
-    estimate each) and each layer's last string render."""
+    estimate each), each layer's last string render and the budget splits of layer sets."""
 
     anchors: AnchorStore
     recalls: RecallCache = field(default_factory=RecallCache)
     summaries: SummaryMemory = field(default_factory=SummaryMemory)
     tokens: dict[str, int] = field(default_factory=dict)
     renders: dict[str, LayerOutput] = field(default_factory=dict)
+    allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = field(default_factory=dict)
 
     def render_text(self, layer_id: str, text: str) -> LayerOutput:
         """The output of a recall of `layer_id` that returned `text` (LY-3: one developer
@@ -103,6 +104,27 @@ class LayerMemory:
         self.renders[layer_id] = output
         return output
 
+    def budgets(self, layers: Sequence[Any], projection: Projection, system_tokens: int) -> dict[str, float]:
+        """Each layer's token budget for one step, by layer id (BG-1..BG-5). The split only
+        changes with the layers (ids and budget specs) and the window, so it is remembered
+        for them; the caller must not change the returned dict."""
+        specs = tuple(getattr(layer, "budget", "auto") for layer in layers)
+        key = (projection.token_budget, projection.response_reserve, system_tokens, *(x.id for x in layers))
+        found = self.allocations.get(key)
+        if found is not None and found[0] == specs:
+            return found[1]
+        allocation = allocate_budgets(
+            projection.token_budget,
+            layers,
+            system_prompt_tokens=system_tokens,
+            response_reserve=projection.response_reserve,
+        )
+        budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
+        if len(self.allocations) >= MAX_MEMOIZED_SPLITS:
+            self.allocations.clear()
+        self.allocations[key] = (copy.deepcopy(specs), budgets)
+        return budgets
+
     def item_tokens(self, item: Item) -> int:
         """The estimated tokens of `item`, memoized by item id (bounded)."""
         count = self.tokens.get(item.id)
@@ -113,8 +135,10 @@ class LayerMemory:
         return count
 
 
-#: Token estimates kept before the memo starts over.
+#: Token estimates (and string renders) kept before the memo starts over.
 MAX_MEMOIZED_ITEMS = 100_000
+#: Budget splits kept before the memo starts over.
+MAX_MEMOIZED_SPLITS = 1_000
 
 
 class _SeenLog:
@@ -220,13 +244,7 @@ class LayeredCall:
         system_tokens = estimate_text(instructions) if instructions else 0
         call = cls(frame, ctx, memory, projection, query, system_tokens, model)
         entries = frame.active()
-        allocation = allocate_budgets(
-            projection.token_budget,
-            [e.layer for e in entries],
-            system_prompt_tokens=system_tokens,
-            response_reserve=projection.response_reserve,
-        )
-        call._budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
+        call._budgets = memory.budgets([e.layer for e in entries], projection, system_tokens)
         call._outputs = await call._recall(entries, call._budgets)
         await frame.flush()
         await call._band(instructions)
@@ -425,17 +443,21 @@ class LayeredCall:
         recalls = self._memory.recalls
         changed: list[LayerEntry] = []
 
-        async def one(entry: LayerEntry) -> None:
-            context = LayerContext(entry, self.ctx, query=self.query, snapshot=copy.deepcopy(entry.state))
-            try:
-                value = await run_hook(entry, "store", context, result)
-            except Exception as exc:  # noqa: BLE001 - one layer's failure never affects the others
-                report(entry, "store", exc)
-                return
+        def args(entry: LayerEntry) -> tuple[Any, ...]:
+            snapshot = copy.deepcopy(entry.state)
+            return LayerContext(entry, self.ctx, query=self.query, snapshot=snapshot), result
+
+        def stored(entry: LayerEntry, value: Any) -> None:
             if value is not None:
                 entry.set_state(value)
                 recalls.invalidate(entry.cache_key)
                 changed.append(entry)
+
+        def failed(entry: LayerEntry, exc: Exception) -> None:
+            report(entry, "store", exc)  # one layer's failure never affects the others
+
+        async def one(entry: LayerEntry) -> None:
+            await run_hooks((entry,), "store", args, stored, failed)
 
         if len(entries) == 1:
             await one(entries[0])
