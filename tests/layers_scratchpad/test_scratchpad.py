@@ -233,8 +233,8 @@ async def test_unchanged_notes_are_sent_as_the_same_message_and_changed_ones_ane
             text_reply("two"),
             tool_call_reply("scratchpad/update", {"b": 2}),
             text_reply("ok"),
+            text_reply("three"),
         ]
-        + [text_reply("three")]
     )
     async with nt.AgentHarness(
         "h",
