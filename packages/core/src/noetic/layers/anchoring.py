@@ -41,7 +41,7 @@ from pydantic.alias_generators import to_camel
 
 from noetic.errors import NoeticConfigError
 from noetic.items import Item, MessageItem, developer_message
-from noetic.tokens import estimate_items
+from noetic.tokens import estimate_item_tokens, estimate_items
 from noetic.usage import EpochUsage, ReanchorReason, RoundUsage
 
 __all__ = [
@@ -139,11 +139,18 @@ class Pin:
     token_count: int
     text: str | None = None
     digest: str | None = None
+    output: LayerOutput | None = None
 
     @classmethod
     def of(cls, output: LayerOutput) -> Pin:
         """The render of `output`."""
         return cls(output.items, output.token_count, output.text)
+
+    def served(self, layer_id: str) -> LayerOutput:
+        """The pin as the output `layer_id` served (made once per pin)."""
+        if self.output is None:
+            self.output = LayerOutput(layer_id, self.items, self.token_count)
+        return self.output
 
     def same(self, other: Pin) -> bool:
         """Whether `other` reads the same to the model: the very same items, the same recall
@@ -371,10 +378,12 @@ async def band_outputs(
     instructions: str | None,
     window: float | None,
     render_delta: RenderDelta,
+    tokens: Callable[[Item], int] = estimate_item_tokens,
 ) -> BandedView:
     """Band one assembly's recall `outputs` (slot-ordered); `placements` maps the layer ids of
     the active set to their declared placement. `window` is the token room for the layer part
-    (None: unbounded)."""
+    (None: unbounded); `tokens` estimates one item (the harness's memo, so a pin re-sent
+    all epoch long is estimated once)."""
     if not store.config.enabled:
         return BandedView(
             anchor=tuple(i for o in outputs for i in o.items),
@@ -394,7 +403,7 @@ async def band_outputs(
     else:
         store.epochs.move_to_end(key)
     bands = _band_and_pin(epoch, outputs, placements, store, count_churn=True)
-    anchor_tokens = estimate_items(bands.anchor)
+    anchor_tokens = sum(map(tokens, bands.anchor))
     supersedes, undescribed = await _supersedes(bands.stale, epoch.id, render_delta)
     delta_tokens = estimate_items(supersedes)
     config = store.config
@@ -407,7 +416,7 @@ async def band_outputs(
             key, "delta-pressure" if pressure else "delta-overflow", instructions_hash, auto_layers
         )
         bands = _band_and_pin(epoch, outputs, placements, store, count_churn=False)
-        anchor_tokens = estimate_items(bands.anchor)
+        anchor_tokens = sum(map(tokens, bands.anchor))
         supersedes, delta_tokens = (), 0
     epoch.assemblies += 1
     epoch.anchor_tokens = anchor_tokens
@@ -482,7 +491,7 @@ def _serve_pin(
 ) -> None:
     """Serve a pin whatever happened to its layer: dropping it would move the prefix."""
     bands.anchor.extend(pin.items)
-    bands.served.append(LayerOutput(layer_id, pin.items, pin.token_count))
+    bands.served.append(pin.served(layer_id))
     churn = store.churn_of(layer_id)
     served: Literal["fresh", "pinned"] = "fresh" if epoch.assemblies == 0 else "pinned"  # first render
     if fresh is None:

@@ -40,6 +40,7 @@ from noetic.layers.frame import (
     LayerContext,
     LayerEntry,
     LayerFrame,
+    hook_table,
     is_cancellation,
     report,
     run_hook,
@@ -81,7 +82,8 @@ class RecallCache:
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring and recall caches,
     overflow summaries, token estimates of log items by id (items never change, so one
-    estimate each), each layer's last string render and the budget splits of layer sets."""
+    estimate each), each layer's last string render, the budget splits of layer sets and the
+    hook table of each layer object."""
 
     anchors: AnchorStore
     recalls: RecallCache = field(default_factory=RecallCache)
@@ -89,6 +91,7 @@ class LayerMemory:
     tokens: dict[str, int] = field(default_factory=dict)
     renders: dict[str, LayerOutput] = field(default_factory=dict)
     allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = field(default_factory=dict)
+    hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = field(default_factory=dict)
 
     def render_text(self, layer_id: str, text: str) -> LayerOutput:
         """The output of a recall of `layer_id` that returned `text` (LY-3: one developer
@@ -103,6 +106,17 @@ class LayerMemory:
         output = LayerOutput(layer_id, (developer_message(text),), estimate_text(text), text=text)
         self.renders[layer_id] = output
         return output
+
+    def hooks(self, layer: Any) -> dict[str, Callable[..., Any] | None]:
+        """The hook table of `layer` (`hook_table`), built once per layer object."""
+        found = self.hook_tables.get(id(layer))
+        if found is not None and found[0] is layer:
+            return found[1]
+        if len(self.hook_tables) >= MAX_MEMOIZED_SPLITS:
+            self.hook_tables.clear()
+        table = hook_table(layer)
+        self.hook_tables[id(layer)] = (layer, table)
+        return table
 
     def budgets(self, layers: Sequence[Any], projection: Projection, system_tokens: int) -> dict[str, float]:
         """Each layer's token budget for one step, by layer id (BG-1..BG-5). The split only
@@ -137,7 +151,7 @@ class LayerMemory:
 
 #: Token estimates (and string renders) kept before the memo starts over.
 MAX_MEMOIZED_ITEMS = 100_000
-#: Budget splits kept before the memo starts over.
+#: Budget splits (and hook tables) kept before the memo starts over.
 MAX_MEMOIZED_SPLITS = 1_000
 
 
@@ -268,6 +282,7 @@ class LayeredCall:
             instructions=instructions,
             window=self.cap,
             render_delta=render_delta,
+            tokens=memory.item_tokens,
         )
         self._layer_tokens = sum(map(memory.item_tokens, (*banded.anchor, *banded.live, *banded.supersedes)))
 

@@ -19,13 +19,13 @@ import inspect
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine, Generator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from noetic.errors import NoeticError
-from noetic.layers.contract import CLEAR, DEFAULT_TIMEOUTS, UNSET, Outcome
+from noetic.layers.contract import CLEAR, DEFAULT_TIMEOUTS, HOOK_NAMES, UNSET, Outcome
 from noetic.layers.storage import ScopedStorage
 
 if TYPE_CHECKING:
@@ -45,12 +45,34 @@ STATE_KEY = "state"
 class LayerEntry:
     """One layer on one execution: its state, whether it started, whether it is disabled."""
 
-    __slots__ = ("_lock", "dirty", "disabled", "durable", "layer", "started", "state", "storage")
+    __slots__ = (
+        "_lock",
+        "dirty",
+        "disabled",
+        "durable",
+        "hooks",
+        "id",
+        "layer",
+        "started",
+        "state",
+        "storage",
+    )
 
     def __init__(
-        self, layer: Any, storage: ScopedStorage, *, state: Any = None, started: bool, durable: bool
+        self,
+        layer: Any,
+        storage: ScopedStorage,
+        *,
+        state: Any = None,
+        started: bool,
+        durable: bool,
+        hooks: Mapping[str, Callable[..., Any] | None] | None = None,
     ):
         self.layer = layer
+        #: The layer id.
+        self.id: str = layer.id
+        #: The layer's hooks by name, looked up once (`hook_table`); None: looked up per call.
+        self.hooks = hooks
         self.storage = storage
         self.state = state
         self.started = started
@@ -58,12 +80,6 @@ class LayerEntry:
         self.disabled = False
         self.dirty = False
         self._lock: anyio.Lock | None = None
-
-    @property
-    def id(self) -> str:
-        """The layer id."""
-        layer_id: str = self.layer.id
-        return layer_id
 
     @property
     def active(self) -> bool:
@@ -84,8 +100,10 @@ class LayerEntry:
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The layer's hook `name`, or None when it does not define it."""
-        hook: Callable[..., Any] | None = getattr(self.layer, name, None)
-        return hook if callable(hook) else None
+        hooks = self.hooks
+        if hooks is not None and name in hooks:
+            return hooks[name]
+        return _defined(self.layer, name)
 
     def timeout(self, name: str) -> float:
         """Seconds the hook `name` may run (LY-12 defaults, overridden by `layer.timeouts`)."""
@@ -113,6 +131,17 @@ class LayerEntry:
     def __repr__(self) -> str:
         status = "disabled" if self.disabled else "active" if self.started else "not started"
         return f"<LayerEntry {self.id!r} {status}>"
+
+
+def _defined(layer: Any, name: str) -> Callable[..., Any] | None:
+    hook: Callable[..., Any] | None = getattr(layer, name, None)
+    return hook if callable(hook) else None
+
+
+def hook_table(layer: Any) -> dict[str, Callable[..., Any] | None]:
+    """Every hook of `layer` by name (None where it defines none), looked up once: a layer's
+    hooks are fixed once it runs, so the runtime need not look them up on every call."""
+    return {name: _defined(layer, name) for name in HOOK_NAMES}
 
 
 class LayerContext:

@@ -239,7 +239,10 @@ class LayerRuntime:
             scope = getattr(layer, "scope", "thread")
             storage = ScopedStorage(self.store, layer.id, scope_key(scope, ctx))
             started = getattr(layer, "init", None) is None
-            entries.append(LayerEntry(layer, storage, started=started, durable=scope != "execution"))
+            hooks = self.memory.hooks(layer)
+            entries.append(
+                LayerEntry(layer, storage, started=started, durable=scope != "execution", hooks=hooks)
+            )
         return entries
 
     # --- the root execution -----------------------------------------------------------------
@@ -394,7 +397,7 @@ class LayerRuntime:
 
     async def _inherit(self, entry: LayerEntry, parent: Context, child: Context, fork: bool) -> LayerEntry:
         """The child's entry for an inherited layer, through `on_spawn` (SP-2, LY-8)."""
-        inherited = LayerEntry(entry.layer, entry.storage, started=True, durable=False)
+        inherited = LayerEntry(entry.layer, entry.storage, started=True, durable=False, hooks=entry.hooks)
         if entry.hook("on_spawn") is None:
             inherited.disabled = entry.hook("init") is not None  # stateful layers need on_spawn
             return inherited
