@@ -45,7 +45,12 @@ IMPORTS = {
     "pydantic floor": 'import anyio, pluggy; from pydantic import BaseModel; type("M", (BaseModel,), {"__annotations__": {"x": int}})',
 }
 IMPORT_SAMPLES = 3  # fresh interpreters per subject and repetition
-SCENARIOS = ("s1", "s2", "s3", "s4", "growth")
+SCENARIOS = ("s1", "s2", "s3", "s4", "growth", "s6")
+#: S6 variants (the layer sets of `bench/subjects/noetic_layers_subject.py`), in the report's row names.
+S6_VARIANTS = {
+    "bare": "noetic",
+    **{v: f"noetic+{v}" for v in ("scratchpad", "scratchpad+3", "1-layer", "10-layers")},
+}
 WORKER_TIMEOUT = 900.0
 
 
@@ -116,6 +121,9 @@ def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
                 for name in rotate(tuple(IMPORTS), rep):
                     for _ in range(IMPORT_SAMPLES):
                         record(f"s4/{name}", import_time(IMPORTS[name]))
+            elif scenario == "s6":  # every variant side by side, the bare one as the reference
+                for variant in rotate(tuple(S6_VARIANTS), rep):
+                    record(f"s6/{S6_VARIANTS[variant]}", worker("s6", variant))
             elif scenario == "growth":
                 for name, sizes in growth.SIZES.items():
                     for size in sizes:

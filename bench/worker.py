@@ -7,6 +7,7 @@ or framework shares a process (or its memory and import state) with another.
 - `s2 SUBJECT`: one streaming run of `S2_DELTAS` deltas after a short untimed one.
 - `s3 SUBJECT`: `S3_RUNS` concurrent round trips; RSS before and after in this process.
 - `growth SCENARIO SIZE`: one noetic growth scenario at one size (see `growth.py`).
+- `s6 VARIANT`: S1 through context layers, anchoring on (`subjects/noetic_layers_subject.py`).
 """
 
 from __future__ import annotations
@@ -118,6 +119,10 @@ def main(argv: list[str]) -> dict[str, Any]:
     scenario = argv[0]
     if scenario == "growth":
         return asyncio.run(growth(argv[1], int(argv[2])))
+    if scenario == "s6":
+        from subjects.noetic_layers_subject import Variant
+
+        return asyncio.run(s1(Variant(argv[1])))
     subject = importlib.import_module(SUBJECTS[argv[1]])
     if scenario == "s1":
         return asyncio.run(s1(subject))
