@@ -206,6 +206,15 @@ class AnchorStore:
         self.churn: dict[str, Churn] = {}
         self.pending: dict[str, ReanchorReason] = {}
         self.live_renders: dict[str, Pin] = {}
+        self._instructions: tuple[str, str] = ("", _text_hash(""))
+
+    def instructions_hash(self, instructions: str) -> str:
+        """The hash of `instructions`, kept for the last text (most steps repeat theirs)."""
+        text, digest = self._instructions
+        if text != instructions:
+            digest = _text_hash(instructions)
+            self._instructions = (instructions, digest)
+        return digest
 
     def churn_of(self, layer_id: str) -> Churn:
         """The churn record of a layer (created empty)."""
@@ -394,7 +403,7 @@ async def band_outputs(
             epoch=None,
             key=None,
         )
-    instructions_hash = _text_hash(instructions or "")
+    instructions_hash = store.instructions_hash(instructions or "")
     auto_layers = [layer_id for layer_id, p in placements.items() if p == "auto"]
     epoch = store.epochs.get(key)
     reason = store.reason_to_reanchor(epoch, key, instructions_hash)

@@ -48,6 +48,7 @@ from noetic.layers.frame import (
 )
 from noetic.layers.overflow import SummaryMemory, summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
+from noetic.layers.usage import layered_usage, with_layers
 from noetic.layers.view import assemble_view, strip_orphans
 from noetic.tokens import estimate_item_tokens, estimate_text
 
@@ -433,8 +434,6 @@ class LayeredCall:
 
     def usage(self, base: LastLayerUsage) -> LastLayerUsage:
         """`base` (the system and tools buckets) with the last round's history and the layers."""
-        from noetic.layers.usage import with_layers
-
         assert self.banded is not None
         return with_layers(base.model_copy(update={"history_tokens": self._history_tokens}), self.banded)
 
@@ -443,8 +442,6 @@ class LayeredCall:
     ) -> Callable[[], LastLayerUsage]:
         """`usage` of the step's window, measured only when called: most runs never read it.
         It keeps the banded layer part and a count, not this call (nor its context)."""
-        from noetic.layers.usage import layered_usage
-
         assert self.banded is not None
         return partial(
             layered_usage, execution_id, model_id, instructions, tools, self._history_tokens, self.banded

@@ -442,9 +442,10 @@ class LayerFrame:
         """
         found = self._hooked.get(name)
         if found is None:
-            found = self._hooked[name] = tuple(
-                sorted((e for e in self.entries if e.hook(name) is not None), key=_slot)
-            )
+            by_slot = self._hooked.get("")  # every entry, slot ascending (sorted once)
+            if by_slot is None:
+                by_slot = self._hooked[""] = tuple(sorted(self.entries, key=_slot))
+            found = self._hooked[name] = tuple(e for e in by_slot if e.hook(name) is not None)
         return found
 
     @property
