@@ -741,7 +741,7 @@ class AgentHarness(Generic[OutT]):
         finally:
             restore_frame(frame)
             try:
-                if run.recorder is None and run.layers.root is None:  # nothing in the finish can block
+                if run.recorder is None and run.layers.quiet_finish():  # nothing in the finish can block
                     await self._finish_turn(run, session, tickets, output, error, first_item, started)
                 else:
                     with anyio.CancelScope(shield=True):

@@ -494,6 +494,11 @@ class LayerFrame:
         for entry in self.entries:
             await entry.flush()
 
+    def quiet(self) -> bool:
+        """Whether `teardown` has nothing to do: done already, or no owned entry with a
+        teardown hook to call or state to write."""
+        return self._closed or (self._teardown is None and not any(map(_to_close, self.owned)))
+
     async def teardown(self, outcome: Outcome) -> None:
         """`on_complete(outcome)` then `dispose` for owned active entries, once (LY-10/11).
 
@@ -501,10 +506,10 @@ class LayerFrame:
         frame with no such hook and no unwritten state has nothing to wait for: it is done at
         once, without a scope.
         """
-        if self._teardown is None and not self._closed and not any(map(_to_close, self.owned)):
-            self._closed = True
-            return
         if self._closed:
+            return
+        if self.quiet():
+            self._closed = True
             return
         with anyio.CancelScope(shield=True):
             if self._teardown is not None:

@@ -265,6 +265,11 @@ class LayerRuntime:
         if frame is not None:
             await frame.start()
 
+    def quiet_finish(self) -> bool:
+        """Whether `finish_root` has nothing to wait for (so needs no shielding): no root
+        layers, or none with a teardown hook to call or state to write."""
+        return self.root is None or self.root.quiet()
+
     async def finish_root(self, error: BaseException | None) -> None:
         """Tear the root layers down at the end of the execution (LY-10, LY-11)."""
         if self.root is not None:
