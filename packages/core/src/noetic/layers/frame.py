@@ -372,13 +372,6 @@ def _init_failed(entry: LayerEntry, exc: Exception) -> None:
     entry.disabled = True
 
 
-def _to_close(entry: LayerEntry) -> bool:
-    """Whether tearing `entry` down does anything: a hook to call or state to write."""
-    if entry.dirty:
-        return True
-    return entry.active and (entry.hook("on_complete") is not None or entry.hook("dispose") is not None)
-
-
 class LayerFrame:
     """The layers active on one context; see the module docstring.
 
@@ -497,7 +490,12 @@ class LayerFrame:
     def quiet(self) -> bool:
         """Whether `teardown` has nothing to do: done already, or no owned entry with a
         teardown hook to call or state to write."""
-        return self._closed or (self._teardown is None and not any(map(_to_close, self.owned)))
+        if self._closed:
+            return True
+        if self._teardown is not None or any(e.dirty for e in self.owned):
+            return False
+        hooked = (*self.defining("on_complete"), *self.defining("dispose"))
+        return not any(e.active and e in self.owned for e in hooked)
 
     async def teardown(self, outcome: Outcome) -> None:
         """`on_complete(outcome)` then `dispose` for owned active entries, once (LY-10/11).
