@@ -235,11 +235,12 @@ class LayerRuntime:
 
     def _entries(self, layers: tuple[Any, ...], ctx: Context) -> list[LayerEntry]:
         entries = []
+        store, memory = self.store, self.memory
         for layer in layers:
             scope = getattr(layer, "scope", "thread")
-            storage = ScopedStorage(self.store, layer.id, scope_key(scope, ctx))
+            storage = ScopedStorage(store, layer.id, scope_key(scope, ctx))
             started = getattr(layer, "init", None) is None
-            hooks = self.memory.hooks(layer)
+            hooks = memory.hooks(layer)
             entries.append(
                 LayerEntry(layer, storage, started=started, durable=scope != "execution", hooks=hooks)
             )
