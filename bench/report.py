@@ -101,7 +101,47 @@ METRICS: dict[str, Metric] = {
         lambda r: r["seconds"] / r["runs"] * 1e6,
         fmt="{:,.0f}",
     ),
+    "s6": Metric(
+        "S6 layers: the S1 round trip through context layers, anchoring on: time per model round",
+        "µs",
+        lambda r: r["seconds"] / r["rounds"] * 1e6,
+    ),
 }
+#: S6 targets: µs per model round the first layer may add over bare, and 10 layers over bare.
+S6_FIRST_LAYER_US = 50.0
+S6_TEN_LAYERS_RATIO = 2.0
+
+
+def s6_target_rows(rows: dict[str, Stat]) -> list[list[str]]:
+    """The S6 target rows: each single-layer variant's added µs per round, 10 layers' ratio."""
+    bare = rows.get("noetic")
+    if bare is None or not bare.ok:
+        return []
+    out = []
+    for name in ("noetic+scratchpad", "noetic+1-layer"):
+        stat = rows.get(name)
+        if stat is not None and stat.ok:
+            added = stat.median - bare.median
+            out.append(
+                [
+                    f"S6: {name.removeprefix('noetic+')} over bare, per model round",
+                    f"≤ +{S6_FIRST_LAYER_US:.0f} µs",
+                    f"+{added:,.1f} µs",
+                    "met" if added <= S6_FIRST_LAYER_US else "NOT met",
+                ]
+            )
+    ten = rows.get("noetic+10-layers")
+    if ten is not None and ten.ok:
+        ratio = ten.median / bare.median
+        out.append(
+            [
+                "S6: 10 layers over bare, per model round",
+                f"≤ {S6_TEN_LAYERS_RATIO:.1f}×",
+                f"{ratio:.2f}×",
+                "met" if ratio <= S6_TEN_LAYERS_RATIO else "NOT met",
+            ]
+        )
+    return out
 
 
 def _stat(results: list[dict[str, Any]], value: Callable[[dict[str, Any]], float]) -> Stat:
@@ -500,6 +540,7 @@ def markdown(raw: dict[str, Any], tables: dict[str, Any]) -> str:
             target_rows.append(
                 ["S3 at scale: 10,000-run wall time ÷ 1,000-run", f"≤ {S3_SCALE_TARGET:.0f}×", ratio, met]
             )
+    target_rows += s6_target_rows(tables.get("s6", {}))
     out += [_table(["scenario", "target", "noetic median (min–max)", ""], target_rows), ""]
     out += ["## Results", ""]
     for key, metric in METRICS.items():

@@ -48,7 +48,7 @@ IMPORTS = {
     "pydantic floor": 'import anyio, pluggy; from pydantic import BaseModel; type("M", (BaseModel,), {"__annotations__": {"x": int}})',
 }
 IMPORT_SAMPLES = 3  # fresh interpreters per subject and repetition
-SCENARIOS = ("s1", "s2", "s3", "s3x", "s4", "s5", "growth", "sessions")
+SCENARIOS = ("s1", "s2", "s3", "s3x", "s4", "s5", "s6", "growth", "sessions")
 #: S3 at scale (scenario `s3x`): the subjects run at this many concurrent round trips (the
 #: peers stay at S3's 1,000: at 10,000 they take minutes). `noetic-evict` is noetic with
 #: `max_idle_sessions=1000`, as a service of one-turn threads would set it; it runs in S3 too.
@@ -56,6 +56,11 @@ S3X_RUNS = 10_000
 S3X_SUBJECTS = ("noetic", "noetic-evict", "limit")
 #: The session growth scenario (`bench/sessions_growth.py`): modes and threads served.
 SESSION_MODES = {"keep": 100_000, "evict": 100_000, "evict-sqlite": 10_000}
+#: S6 variants (the layer sets of `bench/subjects/noetic_layers_subject.py`), in the report's row names.
+S6_VARIANTS = {
+    "bare": "noetic",
+    **{v: f"noetic+{v}" for v in ("scratchpad", "scratchpad+3", "1-layer", "10-layers")},
+}
 WORKER_TIMEOUT = 900.0
 
 
@@ -134,6 +139,9 @@ def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
             elif scenario == "sessions":
                 for mode, threads in SESSION_MODES.items():
                     record(f"sessions/{mode}", worker("sessions", mode, str(threads)))
+            elif scenario == "s6":  # every variant side by side, the bare one as the reference
+                for variant in rotate(tuple(S6_VARIANTS), rep):
+                    record(f"s6/{S6_VARIANTS[variant]}", worker("s6", variant))
             elif scenario == "growth":
                 for name, sizes in growth.SIZES.items():
                     for size in sizes:

@@ -11,6 +11,7 @@ or framework shares a process (or its memory and import state) with another.
   in this process.
 - `growth SCENARIO SIZE`: one noetic growth scenario at one size (see `growth.py`).
 - `sessions MODE THREADS`: a harness serving `THREADS` one-turn threads (see `sessions_growth.py`).
+- `s6 VARIANT`: S1 through context layers, anchoring on (`subjects/noetic_layers_subject.py`).
 """
 
 from __future__ import annotations
@@ -156,6 +157,10 @@ def main(argv: list[str]) -> dict[str, Any]:
         import sessions_growth
 
         return sessions_growth.main(argv[1:])
+    if scenario == "s6":
+        from subjects.noetic_layers_subject import Variant
+
+        return asyncio.run(s1(Variant(argv[1])))
     subject = importlib.import_module(SUBJECTS[argv[1]])
     if scenario == "s1":
         return asyncio.run(s1(subject))

@@ -222,3 +222,33 @@ async def test_the_installed_package_registers_scratchpad_by_name() -> None:
     async with nt.AgentHarness("h", agent_graph=graph, layers=["scratchpad"], plugins=pm) as h:
         await h.run("go")
     assert seen == [str]
+
+
+async def test_unchanged_notes_are_sent_as_the_same_message_and_changed_ones_anew() -> None:
+    """While the state does not change, each step sends the same `<scratchpad>` message; after
+    an update the next step renders the new notes (never a stale render)."""
+    model = ScriptedModel(
+        [
+            text_reply("one"),
+            text_reply("two"),
+            tool_call_reply("scratchpad/update", {"b": 2}),
+            text_reply("ok"),
+            text_reply("three"),
+        ]
+    )
+    async with nt.AgentHarness(
+        "h",
+        agent_graph=nt.call_model("a"),
+        model=model,
+        layers=[scratchpad(template="start")],
+        context_cache={"enabled": False},
+    ) as h:
+        for text in ("a", "b", "c", "d"):
+            await h.run(text)
+
+    def pad(n: int) -> Any:
+        return next(i for i in model.calls[n].items if "<scratchpad>" in item_text(i))
+
+    assert pad(0) is pad(1)
+    assert "start" in item_text(pad(2)) and '"b": 2' not in item_text(pad(2))
+    assert '"b": 2' in item_text(pad(4)) and pad(4) is not pad(0)

@@ -800,6 +800,8 @@ class AgentHarness(Generic[OutT]):
                 if run.recorder is None and run.layers.root is None:  # nothing in the finish can block
                     self._end_execution(run, session)
                     self._answer_turn(run, session, tickets, output, error, first_item, started)
+                elif run.recorder is None and run.layers.quiet_finish():  # layers with nothing to wait for
+                    await self._finish_turn(run, session, tickets, output, error, first_item, started)
                 else:
                     with anyio.CancelScope(shield=True):
                         await self._finish_turn(run, session, tickets, output, error, first_item, started)

@@ -18,13 +18,12 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeAlias, cast
 
 from noetic.errors import NoeticConfigError, NoeticError
-from noetic.items import FunctionCallItem, FunctionCallOutputItem, developer_message
+from noetic.items import FunctionCallItem, FunctionCallOutputItem
 from noetic.layers import (
     CallResult,
     ContextLayer,
     LayerContext,
     LayerResult,
-    RecallResult,
     Scope,
     Slot,
     SpawnResult,
@@ -32,7 +31,6 @@ from noetic.layers import (
     layer_function,
 )
 from noetic.schema import Schema, SchemaError
-from noetic.tokens import estimate_text
 
 __all__ = ["Scratchpad", "ScratchpadState", "deep_merge", "scratchpad"]
 
@@ -160,14 +158,17 @@ class Scratchpad(ContextLayer):
             return self._empty()
         return saved if self._valid(saved) else {}
 
-    async def recall(self, ctx: LayerContext, budget: float) -> RecallResult | None:
-        """SC-3: one `<scratchpad>` developer message, or nothing while empty."""
+    async def recall(self, ctx: LayerContext, budget: float) -> str | None:
+        """SC-3: one `<scratchpad>` developer message, or nothing while empty.
+
+        Returned as a string, which the runtime turns into that one message — and, while the
+        notes do not change, serves as the very same message again instead of rebuilding it.
+        """
         state = ctx.state
         if not state:
             return None
         text = state if isinstance(state, str) else json.dumps(state, indent=2, ensure_ascii=False)
-        content = f"<scratchpad>\n{text}\n</scratchpad>"
-        return RecallResult(items=(developer_message(content),), token_count=estimate_text(content))
+        return f"<scratchpad>\n{text}\n</scratchpad>"
 
     async def store(self, ctx: LayerContext, response: CallResult) -> ScratchpadState | None:
         """SC-5: apply raw `scratchpad/update` calls the tool loop did not run."""

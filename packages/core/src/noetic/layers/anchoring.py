@@ -41,7 +41,7 @@ from pydantic.alias_generators import to_camel
 
 from noetic.errors import NoeticConfigError
 from noetic.items import Item, MessageItem, developer_message
-from noetic.tokens import estimate_items
+from noetic.tokens import estimate_item_tokens, estimate_items
 from noetic.usage import EpochUsage, ReanchorReason, RoundUsage
 
 __all__ = [
@@ -128,11 +128,42 @@ def _text_hash(text: str) -> str:
 
 @dataclass(slots=True)
 class Pin:
-    """An anchored layer's pinned render: re-sent unchanged for the rest of the epoch."""
+    """An anchored layer's pinned render: re-sent unchanged for the rest of the epoch (also
+    the last live render of a layer, to judge its churn).
+
+    `text` is the recall's string when it returned one; `digest`, the content hash, is
+    computed only when a comparison needs it.
+    """
 
     items: tuple[Item, ...]
     token_count: int
-    digest: str
+    text: str | None = None
+    digest: str | None = None
+    output: LayerOutput | None = None
+
+    @classmethod
+    def of(cls, output: LayerOutput) -> Pin:
+        """The render of `output`."""
+        return cls(output.items, output.token_count, output.text)
+
+    def served(self, layer_id: str) -> LayerOutput:
+        """The pin as the output `layer_id` served (made once per pin)."""
+        if self.output is None:
+            self.output = LayerOutput(layer_id, self.items, self.token_count)
+        return self.output
+
+    def same(self, other: Pin) -> bool:
+        """Whether `other` reads the same to the model: the very same items, the same recall
+        string (a string always becomes the same one message), or else the same content hash."""
+        if other.items is self.items:
+            return True
+        if self.text is not None and other.text is not None:
+            return self.text == other.text
+        if self.digest is None:
+            self.digest = content_hash(self.items)
+        if other.digest is None:
+            other.digest = content_hash(other.items)
+        return self.digest == other.digest
 
 
 @dataclass(slots=True)
@@ -166,15 +197,24 @@ class Epoch:
 
 
 class AnchorStore:
-    """A harness's anchoring memory: epochs per lineage, churn per layer id (with the digest
-    of each layer's last live render), pending `cache-miss` re-anchors."""
+    """A harness's anchoring memory: epochs per lineage, churn per layer id (with each layer's
+    last live render), pending `cache-miss` re-anchors."""
 
     def __init__(self, config: ContextCacheConfig):
         self.config = config
         self.epochs: OrderedDict[str, Epoch] = OrderedDict()
         self.churn: dict[str, Churn] = {}
         self.pending: dict[str, ReanchorReason] = {}
-        self.live_digests: dict[str, str] = {}
+        self.live_renders: dict[str, Pin] = {}
+        self._instructions: tuple[str, str] = ("", _text_hash(""))
+
+    def instructions_hash(self, instructions: str) -> str:
+        """The hash of `instructions`, kept for the last text (most steps repeat theirs)."""
+        text, digest = self._instructions
+        if text != instructions:
+            digest = _text_hash(instructions)
+            self._instructions = (instructions, digest)
+        return digest
 
     def churn_of(self, layer_id: str) -> Churn:
         """The churn record of a layer (created empty)."""
@@ -267,13 +307,13 @@ class AnchorStore:
     def watch_live(self, output: LayerOutput, count: bool) -> None:
         """Count a live render toward its layer's churn against the previous live render, so
         a demoted `auto` layer that calms down can be promoted again (AN-6)."""
-        digest = content_hash(output.items)
-        previous = self.live_digests.get(output.layer_id)
-        self.live_digests[output.layer_id] = digest
+        render = Pin.of(output)
+        previous = self.live_renders.get(output.layer_id)
+        self.live_renders[output.layer_id] = render
         if count and previous is not None:
             churn = self.churn_of(output.layer_id)
             churn.observed += 1
-            churn.changed += previous != digest
+            churn.changed += not previous.same(render)
 
     def drop(self, key: str) -> None:
         """Forget a lineage (a child execution that ended)."""
@@ -286,12 +326,14 @@ class AnchorStore:
 
 @dataclass(frozen=True, slots=True)
 class LayerOutput:
-    """One layer's recall output; `mutated_state` when the recall committed new state."""
+    """One layer's recall output; `mutated_state` when the recall committed new state, `text`
+    the recall's string when it returned one (its one developer message)."""
 
     layer_id: str
     items: tuple[Item, ...]
     token_count: int
     mutated_state: bool = False
+    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,10 +387,12 @@ async def band_outputs(
     instructions: str | None,
     window: float | None,
     render_delta: RenderDelta,
+    tokens: Callable[[Item], int] = estimate_item_tokens,
 ) -> BandedView:
     """Band one assembly's recall `outputs` (slot-ordered); `placements` maps the layer ids of
     the active set to their declared placement. `window` is the token room for the layer part
-    (None: unbounded)."""
+    (None: unbounded); `tokens` estimates one item (the harness's memo, so a pin re-sent
+    all epoch long is estimated once)."""
     if not store.config.enabled:
         return BandedView(
             anchor=tuple(i for o in outputs for i in o.items),
@@ -359,7 +403,7 @@ async def band_outputs(
             epoch=None,
             key=None,
         )
-    instructions_hash = _text_hash(instructions or "")
+    instructions_hash = store.instructions_hash(instructions or "")
     auto_layers = [layer_id for layer_id, p in placements.items() if p == "auto"]
     epoch = store.epochs.get(key)
     reason = store.reason_to_reanchor(epoch, key, instructions_hash)
@@ -368,7 +412,7 @@ async def band_outputs(
     else:
         store.epochs.move_to_end(key)
     bands = _band_and_pin(epoch, outputs, placements, store, count_churn=True)
-    anchor_tokens = estimate_items(bands.anchor)
+    anchor_tokens = sum(map(tokens, bands.anchor))
     supersedes, undescribed = await _supersedes(bands.stale, epoch.id, render_delta)
     delta_tokens = estimate_items(supersedes)
     config = store.config
@@ -381,7 +425,7 @@ async def band_outputs(
             key, "delta-pressure" if pressure else "delta-overflow", instructions_hash, auto_layers
         )
         bands = _band_and_pin(epoch, outputs, placements, store, count_churn=False)
-        anchor_tokens = estimate_items(bands.anchor)
+        anchor_tokens = sum(map(tokens, bands.anchor))
         supersedes, delta_tokens = (), 0
     epoch.assemblies += 1
     epoch.anchor_tokens = anchor_tokens
@@ -428,7 +472,7 @@ def _band_and_pin(
             anchored[output.layer_id] = output
     if not epoch.pins and epoch.assemblies == 0:
         for layer_id, output in anchored.items():
-            epoch.pins[layer_id] = Pin(output.items, output.token_count, content_hash(output.items))
+            epoch.pins[layer_id] = Pin.of(output)
     for layer_id, pin in epoch.pins.items():
         _serve_pin(bands, epoch, layer_id, pin, anchored.get(layer_id), placements, store, count_churn)
     for layer_id, output in anchored.items():
@@ -456,7 +500,7 @@ def _serve_pin(
 ) -> None:
     """Serve a pin whatever happened to its layer: dropping it would move the prefix."""
     bands.anchor.extend(pin.items)
-    bands.served.append(LayerOutput(layer_id, pin.items, pin.token_count))
+    bands.served.append(pin.served(layer_id))
     churn = store.churn_of(layer_id)
     served: Literal["fresh", "pinned"] = "fresh" if epoch.assemblies == 0 else "pinned"  # first render
     if fresh is None:
@@ -464,7 +508,7 @@ def _serve_pin(
             bands.stale.append(_Stale(layer_id, "retract", pin.items, ()))
             bands.info[layer_id] = ServeInfo("anchor", served, True, churn.rate, churn.rebill_tokens)
         return
-    changed = pin.digest != content_hash(fresh.items)
+    changed = fresh.items is not pin.items and not pin.same(Pin.of(fresh))
     if count_churn:
         churn.observed += 1
         if changed:

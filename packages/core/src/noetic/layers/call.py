@@ -20,6 +20,7 @@ import copy
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,15 +36,25 @@ from noetic.items import (
 from noetic.layers.anchoring import AnchorStore, BandedView, LayerOutput, band_outputs, lineage_key
 from noetic.layers.budgets import Projection, allocate_budgets
 from noetic.layers.contract import UNSET, CallResult, RecallResult
-from noetic.layers.frame import LayerContext, LayerEntry, LayerFrame, is_cancellation, report, run_hook
+from noetic.layers.frame import (
+    LayerContext,
+    LayerEntry,
+    LayerFrame,
+    hook_table,
+    is_cancellation,
+    report,
+    run_hook,
+    run_hooks,
+)
 from noetic.layers.overflow import SummaryMemory, summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
+from noetic.layers.usage import layered_usage, with_layers
 from noetic.layers.view import assemble_view, strip_orphans
 from noetic.tokens import estimate_item_tokens, estimate_text
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
-    from noetic.model import ModelAdapter
+    from noetic.model import ModelAdapter, ToolDefinition
     from noetic.usage import LastLayerUsage, RoundUsage
 
 __all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
@@ -71,13 +82,63 @@ class RecallCache:
 @dataclass(slots=True)
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring and recall caches,
-    overflow summaries, and token estimates of log items by id (items never change, so one
-    estimate each)."""
+    overflow summaries, token estimates of log items by id (items never change, so one
+    estimate each), each layer's last string render, the budget splits of layer sets and the
+    hook table of each layer object."""
 
     anchors: AnchorStore
     recalls: RecallCache = field(default_factory=RecallCache)
     summaries: SummaryMemory = field(default_factory=SummaryMemory)
     tokens: dict[str, int] = field(default_factory=dict)
+    renders: dict[str, LayerOutput] = field(default_factory=dict)
+    allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = field(default_factory=dict)
+    hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = field(default_factory=dict)
+
+    def render_text(self, layer_id: str, text: str) -> LayerOutput:
+        """The output of a recall of `layer_id` that returned `text` (LY-3: one developer
+        message). When the layer returned the same text last time, it is the same output —
+        message, token estimate and all — so unchanged content is not rebuilt, re-estimated or
+        re-hashed (anchoring compares it by identity)."""
+        last = self.renders.get(layer_id)
+        if last is not None and last.text == text:
+            return last
+        if len(self.renders) >= MAX_MEMOIZED_ITEMS:
+            self.renders.clear()
+        output = LayerOutput(layer_id, (developer_message(text),), estimate_text(text), text=text)
+        self.renders[layer_id] = output
+        return output
+
+    def hooks(self, layer: Any) -> dict[str, Callable[..., Any] | None]:
+        """The hook table of `layer` (`hook_table`), built once per layer object."""
+        found = self.hook_tables.get(id(layer))
+        if found is not None and found[0] is layer:
+            return found[1]
+        if len(self.hook_tables) >= MAX_MEMOIZED_SPLITS:
+            self.hook_tables.clear()
+        table = hook_table(layer)
+        self.hook_tables[id(layer)] = (layer, table)
+        return table
+
+    def budgets(self, layers: Sequence[Any], projection: Projection, system_tokens: int) -> dict[str, float]:
+        """Each layer's token budget for one step, by layer id (BG-1..BG-5). The split only
+        changes with the layers (ids and budget specs) and the window, so it is remembered
+        for them; the caller must not change the returned dict."""
+        specs = tuple(getattr(layer, "budget", "auto") for layer in layers)
+        key = (projection.token_budget, projection.response_reserve, system_tokens, *(x.id for x in layers))
+        found = self.allocations.get(key)
+        if found is not None and found[0] == specs:
+            return found[1]
+        allocation = allocate_budgets(
+            projection.token_budget,
+            layers,
+            system_prompt_tokens=system_tokens,
+            response_reserve=projection.response_reserve,
+        )
+        budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
+        if len(self.allocations) >= MAX_MEMOIZED_SPLITS:
+            self.allocations.clear()
+        self.allocations[key] = (copy.deepcopy(specs), budgets)
+        return budgets
 
     def item_tokens(self, item: Item) -> int:
         """The estimated tokens of `item`, memoized by item id (bounded)."""
@@ -89,8 +150,10 @@ class LayerMemory:
         return count
 
 
-#: Token estimates kept before the memo starts over.
+#: Token estimates (and string renders) kept before the memo starts over.
 MAX_MEMOIZED_ITEMS = 100_000
+#: Budget splits (and hook tables) kept before the memo starts over.
+MAX_MEMOIZED_SPLITS = 1_000
 
 
 class _SeenLog:
@@ -196,13 +259,7 @@ class LayeredCall:
         system_tokens = estimate_text(instructions) if instructions else 0
         call = cls(frame, ctx, memory, projection, query, system_tokens, model)
         entries = frame.active()
-        allocation = allocate_budgets(
-            projection.token_budget,
-            [e.layer for e in entries],
-            system_prompt_tokens=system_tokens,
-            response_reserve=projection.response_reserve,
-        )
-        call._budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
+        call._budgets = memory.budgets([e.layer for e in entries], projection, system_tokens)
         call._outputs = await call._recall(entries, call._budgets)
         await frame.flush()
         await call._band(instructions)
@@ -226,6 +283,7 @@ class LayeredCall:
             instructions=instructions,
             window=self.cap,
             render_delta=render_delta,
+            tokens=memory.item_tokens,
         )
         self._layer_tokens = sum(map(memory.item_tokens, (*banded.anchor, *banded.live, *banded.supersedes)))
 
@@ -247,30 +305,43 @@ class LayeredCall:
         await self._band(self._instructions)
 
     async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
-        outputs: list[LayerOutput] = []
+        ordered = sorted(entries, key=lambda e: e.layer.slot)  # stable: ties keep array order
         cache = self._memory.recalls
-        for entry in sorted(entries, key=lambda e: e.layer.slot):  # stable: ties keep array order
+        found: dict[str, LayerOutput] = {}
+        called: list[LayerEntry] = []
+        eventual: set[str] = set()
+        for entry in ordered:
             if entry.hook("recall") is None:
                 continue
-            eventual = getattr(entry.layer, "recall_mode", "atomic") == "eventual"
-            cached = cache.get(entry.cache_key) if eventual else None
-            if cached is not None:
-                outputs.append(cached)
-                continue
-            context = LayerContext(entry, self.ctx, query=self.query)
-            try:
-                output = _output(entry, await run_hook(entry, "recall", context, budgets.get(entry.id, 0)))
-            except Exception as exc:
-                if is_cancellation(exc):
-                    raise
-                report(entry, "recall", exc)
-                continue
-            if output is None:
-                continue
-            if eventual:
-                cache.put(entry.cache_key, output)
-            outputs.append(output)
-        return outputs
+            if getattr(entry.layer, "recall_mode", "atomic") == "eventual":
+                eventual.add(entry.id)
+                cached = cache.get(entry.cache_key)
+                if cached is not None:
+                    found[entry.id] = cached
+                    continue
+            called.append(entry)
+
+        def recalled(entry: LayerEntry, value: Any) -> None:
+            output = _output(entry, value, self._memory)
+            if output is not None:
+                if entry.id in eventual:
+                    cache.put(entry.cache_key, output)
+                found[entry.id] = output
+
+        def failed(entry: LayerEntry, exc: Exception) -> None:
+            if is_cancellation(exc):
+                raise exc
+            report(entry, "recall", exc)
+
+        query = self.query
+        await run_hooks(
+            called,
+            "recall",
+            lambda entry: (LayerContext(entry, self.ctx, query=query), budgets.get(entry.id, 0)),
+            recalled,
+            failed,
+        )
+        return [found[e.id] for e in ordered if e.id in found]
 
     async def _render_delta(
         self, layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...], budget: float
@@ -363,10 +434,18 @@ class LayeredCall:
 
     def usage(self, base: LastLayerUsage) -> LastLayerUsage:
         """`base` (the system and tools buckets) with the last round's history and the layers."""
-        from noetic.layers.usage import with_layers
-
         assert self.banded is not None
         return with_layers(base.model_copy(update={"history_tokens": self._history_tokens}), self.banded)
+
+    def usage_later(
+        self, execution_id: str, model_id: str, instructions: str | None, tools: Sequence[ToolDefinition]
+    ) -> Callable[[], LastLayerUsage]:
+        """`usage` of the step's window, measured only when called: most runs never read it.
+        It keeps the banded layer part and a count, not this call (nor its context)."""
+        assert self.banded is not None
+        return partial(
+            layered_usage, execution_id, model_id, instructions, tools, self._history_tokens, self.banded
+        )
 
     async def store(self, result: CallResult) -> None:
         """Run every active layer's `store` concurrently, all-settled (LY-7)."""
@@ -376,17 +455,21 @@ class LayeredCall:
         recalls = self._memory.recalls
         changed: list[LayerEntry] = []
 
-        async def one(entry: LayerEntry) -> None:
-            context = LayerContext(entry, self.ctx, query=self.query, snapshot=copy.deepcopy(entry.state))
-            try:
-                value = await run_hook(entry, "store", context, result)
-            except Exception as exc:  # noqa: BLE001 - one layer's failure never affects the others
-                report(entry, "store", exc)
-                return
+        def args(entry: LayerEntry) -> tuple[Any, ...]:
+            snapshot = copy.deepcopy(entry.state)
+            return LayerContext(entry, self.ctx, query=self.query, snapshot=snapshot), result
+
+        def stored(entry: LayerEntry, value: Any) -> None:
             if value is not None:
                 entry.set_state(value)
                 recalls.invalidate(entry.cache_key)
                 changed.append(entry)
+
+        def failed(entry: LayerEntry, exc: Exception) -> None:
+            report(entry, "store", exc)  # one layer's failure never affects the others
+
+        async def one(entry: LayerEntry) -> None:
+            await run_hooks((entry,), "store", args, stored, failed)
 
         if len(entries) == 1:
             await one(entries[0])
@@ -399,13 +482,13 @@ class LayeredCall:
             await self.ctx._exec.layers.parent_updated(self.ctx, changed)
 
 
-def _output(entry: LayerEntry, value: Any) -> LayerOutput | None:
+def _output(entry: LayerEntry, value: Any, memory: LayerMemory) -> LayerOutput | None:
     """A recall hook's return value as layer output (LY-3); the string form becomes one
     developer message."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
-        return LayerOutput(entry.id, (developer_message(value),), estimate_text(value))
+        return memory.render_text(entry.id, value)
     if not isinstance(value, RecallResult):
         raise TypeError(f"recall returned {type(value).__name__}; return a str, a RecallResult or None")
     items = tuple(parse_item(i) for i in value.items)

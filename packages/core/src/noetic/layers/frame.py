@@ -17,13 +17,15 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+import math
+import time
+from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from noetic.errors import NoeticError
-from noetic.layers.contract import CLEAR, DEFAULT_TIMEOUTS, UNSET, Outcome
+from noetic.layers.contract import CLEAR, DEFAULT_TIMEOUTS, HOOK_NAMES, UNSET, Outcome
 from noetic.layers.storage import ScopedStorage
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from noetic.layers.provides import LayerHandles
     from noetic.tools import Tool
 
-__all__ = ["LayerContext", "LayerEntry", "LayerFrame", "commit_state", "report", "run_hook"]
+__all__ = ["LayerContext", "LayerEntry", "LayerFrame", "commit_state", "report", "run_hook", "run_hooks"]
 
 log = logging.getLogger("noetic.layers")
 #: The storage key every layer's state is written through to.
@@ -43,12 +45,34 @@ STATE_KEY = "state"
 class LayerEntry:
     """One layer on one execution: its state, whether it started, whether it is disabled."""
 
-    __slots__ = ("_lock", "dirty", "disabled", "durable", "layer", "started", "state", "storage")
+    __slots__ = (
+        "_lock",
+        "dirty",
+        "disabled",
+        "durable",
+        "hooks",
+        "id",
+        "layer",
+        "started",
+        "state",
+        "storage",
+    )
 
     def __init__(
-        self, layer: Any, storage: ScopedStorage, *, state: Any = None, started: bool, durable: bool
+        self,
+        layer: Any,
+        storage: ScopedStorage,
+        *,
+        state: Any = None,
+        started: bool,
+        durable: bool,
+        hooks: Mapping[str, Callable[..., Any] | None] | None = None,
     ):
         self.layer = layer
+        #: The layer id.
+        self.id: str = layer.id
+        #: The layer's hooks by name, looked up once (`hook_table`); None: looked up per call.
+        self.hooks = hooks
         self.storage = storage
         self.state = state
         self.started = started
@@ -56,12 +80,6 @@ class LayerEntry:
         self.disabled = False
         self.dirty = False
         self._lock: anyio.Lock | None = None
-
-    @property
-    def id(self) -> str:
-        """The layer id."""
-        layer_id: str = self.layer.id
-        return layer_id
 
     @property
     def active(self) -> bool:
@@ -82,8 +100,10 @@ class LayerEntry:
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The layer's hook `name`, or None when it does not define it."""
-        hook: Callable[..., Any] | None = getattr(self.layer, name, None)
-        return hook if callable(hook) else None
+        hooks = self.hooks
+        if hooks is not None and name in hooks:
+            return hooks[name]
+        return _defined(self.layer, name)
 
     def timeout(self, name: str) -> float:
         """Seconds the hook `name` may run (LY-12 defaults, overridden by `layer.timeouts`)."""
@@ -111,6 +131,17 @@ class LayerEntry:
     def __repr__(self) -> str:
         status = "disabled" if self.disabled else "active" if self.started else "not started"
         return f"<LayerEntry {self.id!r} {status}>"
+
+
+def _defined(layer: Any, name: str) -> Callable[..., Any] | None:
+    hook: Callable[..., Any] | None = getattr(layer, name, None)
+    return hook if callable(hook) else None
+
+
+def hook_table(layer: Any) -> dict[str, Callable[..., Any] | None]:
+    """Every hook of `layer` by name (None where it defines none), looked up once: a layer's
+    hooks are fixed once it runs, so the runtime need not look them up on every call."""
+    return {name: _defined(layer, name) for name in HOOK_NAMES}
 
 
 class LayerContext:
@@ -204,6 +235,96 @@ async def run_hook(entry: LayerEntry, name: str, *args: Any) -> Any:
     return value
 
 
+async def run_hooks(
+    entries: Sequence[LayerEntry],
+    name: str,
+    args: Callable[[LayerEntry], tuple[Any, ...]],
+    done: Callable[[LayerEntry, Any], None],
+    failed: Callable[[LayerEntry, Exception], None],
+) -> None:
+    """Call hook `name` of each of `entries` in turn, each under its own timeout, as
+    `run_hook` would one by one — but with one cancel scope for the whole run.
+
+    `args(entry)` builds a call's arguments just before it; `done(entry, value)` takes its
+    result and `failed(entry, exc)` what the hook (or `done`) raised — `TimeoutError` when the
+    hook overran. Either may raise to stop the run. Cancellation from outside propagates.
+
+    Entering a cancel scope costs more than a cheap hook itself, and most hooks never suspend.
+    So the shared scope has no deadline while a hook runs up to its first suspension (a
+    timeout can only fire at one); a hook that does suspend finishes under the time it has
+    left, counted from its call. After an overrun the rest runs in a fresh scope.
+    """
+    remaining = iter(entries)
+    while True:
+        current: LayerEntry | None = None
+        with anyio.CancelScope() as scope:
+            for current in remaining:
+                try:
+                    done(current, await _timed_call(scope, current, name, args(current)))
+                except Exception as exc:  # noqa: BLE001 - the caller's `failed` decides
+                    failed(current, exc)
+                if scope.cancel_called:  # the hook outlived its deadline yet returned
+                    break
+            else:
+                return
+        if scope.cancelled_caught and current is not None:
+            failed(current, TimeoutError())
+
+
+async def _timed_call(scope: anyio.CancelScope, entry: LayerEntry, name: str, args: tuple[Any, ...]) -> Any:
+    """One hook call inside `scope` (see `run_hooks`): the deadline is set only if it suspends."""
+    hook = entry.hook(name)
+    assert hook is not None
+    started = time.monotonic()
+    value = hook(*args)
+    if not inspect.isawaitable(value):
+        return value
+    if inspect.iscoroutine(value):
+        try:
+            trap = value.send(None)
+        except StopIteration as finished:
+            return finished.value
+        value = _Resumed(value, trap)
+    scope.deadline = anyio.current_time() + entry.timeout(name) - (time.monotonic() - started)
+    try:
+        return await value
+    finally:
+        scope.deadline = math.inf
+
+
+class _Resumed:
+    """Awaiting it finishes a coroutine that already ran up to its first suspension, `trap`
+    (what it handed the event loop), exactly as awaiting it from the start would have.
+
+    Written by hand: no library resumes an already started coroutine inside another await.
+    """
+
+    __slots__ = ("_coro", "_trap")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], trap: Any):
+        self._coro = coro
+        self._trap = trap
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, trap = self._coro, self._trap
+        while True:
+            try:
+                sent = yield trap
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # noqa: BLE001 - thrown in, as `yield from` would
+                try:
+                    trap = coro.throw(exc)
+                except StopIteration as finished:
+                    return finished.value
+            else:
+                try:
+                    trap = coro.send(sent)
+                except StopIteration as finished:
+                    return finished.value
+
+
 def _takes_argument(fn: Callable[..., Any]) -> bool:
     try:
         params = inspect.signature(fn).parameters.values()
@@ -231,6 +352,26 @@ def is_cancellation(exc: BaseException) -> bool:
     return isinstance(exc, NoeticError) and exc.code == "cancelled"
 
 
+def _started(entry: LayerEntry, state: Any) -> None:
+    entry.state = state
+    entry.started = True
+
+
+def _init_failed(entry: LayerEntry, exc: Exception) -> None:
+    """A failing `init` disables its layer under `on_init_error="disable"`, else fails the run."""
+    if is_cancellation(exc):
+        raise exc
+    report(entry, "init", exc)
+    if getattr(entry.layer, "on_init_error", "throw") != "disable":
+        raise NoeticError(
+            "layer_init_failed",
+            f"context layer {entry.id!r}: init raised {type(exc).__name__}: {exc}",
+            cause=exc,
+            layer_id=entry.id,
+        ) from exc
+    entry.disabled = True
+
+
 class LayerFrame:
     """The layers active on one context; see the module docstring.
 
@@ -239,6 +380,7 @@ class LayerFrame:
     """
 
     __slots__ = (
+        "_closed",
         "_handles",
         "_hooked",
         "_teardown",
@@ -268,6 +410,7 @@ class LayerFrame:
         self.teardown_on_abort = False
         self.merge_lock: anyio.Lock | None = None
         self._teardown: anyio.Event | None = None
+        self._closed = False
         self._tools: dict[str, Tool] | None = None
         self._handles: LayerHandles | None = None
         self._hooked: dict[str, tuple[LayerEntry, ...]] = {}
@@ -292,9 +435,10 @@ class LayerFrame:
         """
         found = self._hooked.get(name)
         if found is None:
-            found = self._hooked[name] = tuple(
-                sorted((e for e in self.entries if e.hook(name) is not None), key=_slot)
-            )
+            by_slot = self._hooked.get("")  # every entry, slot ascending (sorted once)
+            if by_slot is None:
+                by_slot = self._hooked[""] = tuple(sorted(self.entries, key=_slot))
+            found = self._hooked[name] = tuple(e for e in by_slot if e.hook(name) is not None)
         return found
 
     @property
@@ -325,39 +469,46 @@ class LayerFrame:
         A failing `init` disables its layer under `on_init_error="disable"`; otherwise it
         raises `layer_init_failed` and the execution fails.
         """
+        pending = []
         for entry in self.owned:
             if entry.started or entry.disabled:
                 continue
             if entry.hook("init") is None:
                 entry.started = True
-                continue
-            try:
-                entry.state = await run_hook(entry, "init", LayerContext(entry, self.ctx))
-            except Exception as exc:
-                if is_cancellation(exc):
-                    raise
-                report(entry, "init", exc)
-                if getattr(entry.layer, "on_init_error", "throw") != "disable":
-                    raise NoeticError(
-                        "layer_init_failed",
-                        f"context layer {entry.id!r}: init raised {type(exc).__name__}: {exc}",
-                        cause=exc,
-                        layer_id=entry.id,
-                    ) from exc
-                entry.disabled = True
-                continue
-            entry.started = True
+            else:
+                pending.append(entry)
+        if pending:
+            await run_hooks(
+                pending, "init", lambda entry: (LayerContext(entry, self.ctx),), _started, _init_failed
+            )
 
     async def flush(self) -> None:
         """Write changed durable state of every entry through to storage."""
         for entry in self.entries:
             await entry.flush()
 
+    def quiet(self) -> bool:
+        """Whether `teardown` has nothing to do: done already, or no owned entry with a
+        teardown hook to call or state to write."""
+        if self._closed:
+            return True
+        if self._teardown is not None or any(e.dirty for e in self.owned):
+            return False
+        hooked = (*self.defining("on_complete"), *self.defining("dispose"))
+        return not any(e.active and e in self.owned for e in hooked)
+
     async def teardown(self, outcome: Outcome) -> None:
         """`on_complete(outcome)` then `dispose` for owned active entries, once (LY-10/11).
 
-        Runs shielded from cancellation; a second caller waits for the first to finish.
+        Runs shielded from cancellation; a second caller waits for the first to finish. A
+        frame with no such hook and no unwritten state has nothing to wait for: it is done at
+        once, without a scope.
         """
+        if self._closed:
+            return
+        if self.quiet():
+            self._closed = True
+            return
         with anyio.CancelScope(shield=True):
             if self._teardown is not None:
                 await self._teardown.wait()

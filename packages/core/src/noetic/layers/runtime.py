@@ -235,11 +235,15 @@ class LayerRuntime:
 
     def _entries(self, layers: tuple[Any, ...], ctx: Context) -> list[LayerEntry]:
         entries = []
+        store, memory = self.store, self.memory
         for layer in layers:
             scope = getattr(layer, "scope", "thread")
-            storage = ScopedStorage(self.store, layer.id, scope_key(scope, ctx))
+            storage = ScopedStorage(store, layer.id, scope_key(scope, ctx))
             started = getattr(layer, "init", None) is None
-            entries.append(LayerEntry(layer, storage, started=started, durable=scope != "execution"))
+            hooks = memory.hooks(layer)
+            entries.append(
+                LayerEntry(layer, storage, started=started, durable=scope != "execution", hooks=hooks)
+            )
         return entries
 
     # --- the root execution -----------------------------------------------------------------
@@ -261,6 +265,11 @@ class LayerRuntime:
         frame = self.root if self.root is not None and self.root.ctx is ctx else self.attach_root(ctx, layers)
         if frame is not None:
             await frame.start()
+
+    def quiet_finish(self) -> bool:
+        """Whether `finish_root` has nothing to wait for (so needs no shielding): no root
+        layers, or none with a teardown hook to call or state to write."""
+        return self.root is None or self.root.quiet()
 
     async def finish_root(self, error: BaseException | None) -> None:
         """Tear the root layers down at the end of the execution (LY-10, LY-11)."""
@@ -394,7 +403,7 @@ class LayerRuntime:
 
     async def _inherit(self, entry: LayerEntry, parent: Context, child: Context, fork: bool) -> LayerEntry:
         """The child's entry for an inherited layer, through `on_spawn` (SP-2, LY-8)."""
-        inherited = LayerEntry(entry.layer, entry.storage, started=True, durable=False)
+        inherited = LayerEntry(entry.layer, entry.storage, started=True, durable=False, hooks=entry.hooks)
         if entry.hook("on_spawn") is None:
             inherited.disabled = entry.hook("init") is not None  # stateful layers need on_spawn
             return inherited

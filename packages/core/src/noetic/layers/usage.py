@@ -18,7 +18,7 @@ from noetic.model import ToolDefinition
 from noetic.tokens import estimate_items, estimate_text, estimate_tool
 from noetic.usage import LastLayerUsage, LayerUsageEntry
 
-__all__ = ["window_usage", "with_layers"]
+__all__ = ["layered_usage", "window_usage", "with_layers"]
 
 _FRESH_ANCHOR = ServeInfo("anchor", "fresh", False, 0.0, 0.0)
 
@@ -73,3 +73,17 @@ def with_layers(base: LastLayerUsage, banded: BandedView) -> LastLayerUsage:
             "epoch": banded.epoch,
         }
     )
+
+
+def layered_usage(
+    execution_id: str,
+    model_id: str,
+    instructions: str | None,
+    tools: Sequence[ToolDefinition],
+    history_tokens: int,
+    banded: BandedView,
+) -> LastLayerUsage:
+    """The snapshot of a layered call: its window's buckets, `history_tokens` of the last
+    round's history, and the layers and epoch of `banded`."""
+    base = window_usage(execution_id, model_id, instructions, tools, history=())
+    return with_layers(base.model_copy(update={"history_tokens": history_tokens}), banded)

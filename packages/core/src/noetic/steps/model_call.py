@@ -239,8 +239,8 @@ class CallModel(Step[OutT]):
                 window_usage, ctx.id, adapter.model_id, instructions, definitions, request.items
             )
             return self._final_output(response_items, parsed)
-        base = window_usage(ctx.id, adapter.model_id, instructions, definitions, history=())
-        ctx.last_layer_usage = layered.usage(base)  # the history bucket is the layered view's
+        # the history bucket is the layered view's; measured only if someone reads it
+        ctx.last_layer_usage = layered.usage_later(ctx.id, adapter.model_id, instructions, definitions)
         text = last_assistant_text(response_items)
         await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
         return self._final_output(response_items, parsed)
