@@ -239,8 +239,10 @@ class CallModel(Step[OutT]):
                 window_usage, ctx.id, adapter.model_id, instructions, definitions, request.items
             )
             return self._final_output(response_items, parsed)
-        # the history bucket is the layered view's; measured only if someone reads it
-        ctx.last_layer_usage = layered.usage_later(ctx.id, adapter.model_id, instructions, definitions)
+        # the history bucket is the layered view's; measured only if someone reads it, or now
+        # for a durable run's trace row (IN-1)
+        later = layered.usage_later(ctx.id, adapter.model_id, instructions, definitions)
+        ctx.last_layer_usage = later if run.recorder is None else later()
         text = last_assistant_text(response_items)
         await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
         return self._final_output(response_items, parsed)
