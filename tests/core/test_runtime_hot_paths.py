@@ -18,9 +18,9 @@ import anyio
 import anyio.lowlevel
 import noetic as nt
 import pytest
+from noetic.items import FunctionCallOutputItem
 from noetic.model import ToolDefinition
 from noetic.streams import StreamEvent, TurnStream
-from noetic.items import FunctionCallOutputItem
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 from noetic.tokens import estimate_tool, estimate_value
 from noetic.usage import RoundUsage, StepMeta
