@@ -437,7 +437,8 @@ NOTES = """\
 
 - noetic: one `AgentHarness` for all runs; every run is a turn on its own `thread_id` (the
   documented way to run independent conversations; reusing one thread would grow its history).
-  The harness keeps each thread's session (log and stream buffer), which S3's memory includes.
+  The harness keeps each thread's session (history, stream, last response), which S3's memory
+  includes; `noetic-evict` keeps at most 1,000 idle ones.
   S2 reads `h.get_full_stream()` (row `noetic`); row `noetic-items` reads `h.get_item_stream()`,
   whose in-progress snapshots carry the whole text so far (HA-5), so each snapshot costs more as
   the text grows.

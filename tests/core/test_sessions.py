@@ -82,7 +82,12 @@ async def test_with_storage_an_evicted_thread_comes_back_with_its_history(
             "what is my name?",
             "what is my name?",
         ]
-        assert await store.get(history_key("ada")) is None  # read back, then deleted
+        await h.wait_background()
+        record = await store.get(history_key("ada"))
+        if "max_idle_sessions" in options:  # read back, then deleted; ada stays in memory now
+            assert record is None
+        else:  # idle for 0 s: evicted again, with the whole history
+            assert record is not None and record.count('"role":"user"') == 2
 
 
 async def test_a_large_history_is_written_in_parts_and_comes_back_whole() -> None:
