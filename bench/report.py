@@ -462,8 +462,10 @@ NOTES = """\
   the next step). pydantic-ai with `DBOSDurability()`, each run inside a `@DBOS.workflow()`,
   DBOS's system database on SQLite (the workflow, its result and each model request as a step);
   `synchronous` set through a SQLAlchemy connect listener. The limit: the hand-written loop
-  committing each step itself (the input, then each model round with its tool results: three commits) on the
-  event loop's thread. The OpenAI Agents SDK has no S5 row: its sessions (`SQLiteSession`) keep
+  committing each step itself (the input, then each model round with its tool results: three
+  commits) on the event loop's thread. Counted with `strace`, a round trip flushes the disk
+  about 3 times for noetic and the limit, 4 for pydantic-ai + DBOS and 9 for LangGraph; the
+  flush's latency on a shared disk is what moves S5's wall times between runs. The OpenAI Agents SDK has no S5 row: its sessions (`SQLiteSession`) keep
   conversation history, not a resumable run, and its durable option (the Temporal integration)
   needs a Temporal server.
 - S4 imports what each S1 program needs from the framework: `noetic`, `pydantic_ai`, `agents`,
