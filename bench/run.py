@@ -33,6 +33,9 @@ PEERS = ("pydantic_ai", "agents", "langgraph", "matplotlib", "psutil")
 
 SUBJECTS = ("noetic", "pydantic-ai", "openai-agents", "langgraph", "limit")
 S2_SUBJECTS = ("noetic", "noetic-items", "pydantic-ai", "openai-agents", "langgraph", "limit")
+#: S2 at further sizes for noetic's two streams (key `s2size/{subject}/{size}`): the report's
+#: flatness rows compare their cost per delta with the default size's.
+S2_SIZES = {"noetic": (2_000, 200_000), "noetic-items": (2_000, 200_000)}
 #: What S4 times in a fresh interpreter for each subject (the modules its S1 program needs).
 IMPORTS = {
     "noetic": "import noetic",
@@ -124,6 +127,8 @@ def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
                 subjects = S2_SUBJECTS if scenario == "s2" else SUBJECTS
                 for name in rotate(subjects, rep):
                     record(f"{scenario}/{name}", worker(scenario, name))
+                    for size in S2_SIZES.get(name, ()) if scenario == "s2" else ():
+                        record(f"s2size/{name}/{size}", worker(scenario, name, str(size)))
     return samples
 
 

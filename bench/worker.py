@@ -4,7 +4,8 @@ Prints one JSON object on stdout. `run.py` starts one worker per measurement, so
 or framework shares a process (or its memory and import state) with another.
 
 - `s1 SUBJECT`: `S1_RUNS` sequential round trips after `WARMUP` untimed ones.
-- `s2 SUBJECT`: one streaming run of `S2_DELTAS` deltas after a short untimed one.
+- `s2 SUBJECT [SIZE]`: one streaming run of `SIZE` (default `S2_DELTAS`) deltas after a short
+  untimed one.
 - `s3 SUBJECT`: `S3_RUNS` concurrent round trips; RSS before and after in this process.
 - `growth SCENARIO SIZE`: one noetic growth scenario at one size (see `growth.py`).
 """
@@ -67,17 +68,17 @@ async def s1(subject: Any) -> dict[str, Any]:
     return {"seconds": seconds, "cpu_seconds": cpu, "runs": S1_RUNS, "rounds": 2 * S1_RUNS}
 
 
-async def s2(subject: Any, items: bool) -> dict[str, Any]:
+async def s2(subject: Any, items: bool, size: int = S2_DELTAS) -> dict[str, Any]:
     from subjects.common import delta_chunks
 
     stream = subject.stream_items if items else subject.stream
     await stream(delta_chunks(100))
-    chunks = delta_chunks(S2_DELTAS)
+    chunks = delta_chunks(size)
     gc.collect()
     cpu, started = time.process_time(), time.perf_counter()
     seen, text = await stream(chunks)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    if seen != S2_DELTAS or text != "".join(chunks):
+    if seen != size or text != "".join(chunks):
         raise AssertionError(f"saw {seen} deltas and {len(text)} characters")
     return {"seconds": seconds, "cpu_seconds": cpu, "deltas": seen}
 
@@ -122,7 +123,8 @@ def main(argv: list[str]) -> dict[str, Any]:
     if scenario == "s1":
         return asyncio.run(s1(subject))
     if scenario == "s2":
-        return asyncio.run(s2(subject, items=argv[1] == "noetic-items"))
+        size = int(argv[2]) if len(argv) > 2 else S2_DELTAS
+        return asyncio.run(s2(subject, items=argv[1] == "noetic-items", size=size))
     if scenario == "s3":
         return asyncio.run(s3(subject))
     raise SystemExit(f"unknown scenario {scenario!r}")
