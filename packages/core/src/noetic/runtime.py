@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Execution", "RuntimeBilling"]
 
-_TEXT_DELTA = "response.output_text.delta"
-_REASONING_DELTA = "response.reasoning_text.delta"
-
 
 class _Hold:
     """A ceiling held on the root's `held_cost` for one paid call (see `noetic.model`)."""
@@ -142,10 +139,10 @@ class Execution:
         """Publish a framework event `{harness name}:{event}`."""
         self._stream.publish(StreamEvent("framework", self._prefix + event, data))
 
-    def publish_delta(self, delta: TextDelta | ReasoningDelta) -> None:
-        """Publish a model delta on the full stream."""
-        kind = _TEXT_DELTA if type(delta) is TextDelta else _REASONING_DELTA
-        self._stream.deliver(StreamEvent("sdk", kind, delta))
+    @property
+    def publish_delta(self) -> Callable[[TextDelta | ReasoningDelta], None]:
+        """Publish a model delta on the full stream (the stream's own method: one call a delta)."""
+        return self._stream.publish_delta
 
     def watch_log(self, ctx: Context) -> None:
         """Publish `item_appended` for every item appended to `ctx.item_log`."""
