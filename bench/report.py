@@ -321,8 +321,8 @@ NOTES = """\
   documented way to run independent conversations; reusing one thread would grow its history).
   The harness keeps each thread's session (log and stream buffer), which S3's memory includes.
   S2 reads `h.get_full_stream()` (row `noetic`); row `noetic-items` reads `h.get_item_stream()`,
-  whose in-progress snapshots carry the whole text so far (HA-5), so each snapshot costs more as
-  the text grows.
+  whose in-progress snapshots carry the whole text so far (HA-5); they share the deltas and join
+  the text only when read (ST-1), and the S2 consumer reads `is_complete` only.
 - pydantic-ai: `FunctionModel` (its own test double) with `async def` functions (a plain `def`
   would run in a worker thread). Its streamed response estimates tokens per delta, a small cost a
   real provider model does not pay. `stream_text(delta=True, debounce_by=None)`: the default
