@@ -23,9 +23,9 @@ import pytest
 from noetic.errors import NoeticError
 from noetic.items import user_message
 from noetic.model import ModelEvent, ModelRequest, ModelResponse, TextDelta
-from noetic.testing.model_conformance import ManualAbort, RecordingBilling
+from noetic.testing.model_conformance import RecordingBilling, collect_round
 from noetic.usage import RoundUsage
-from noetic_adapters_openrouter import BillingPolicy, OpenRouterModel, OpenRouterProvider, RetryPolicy
+from noetic_adapters_openrouter import BillingPolicy, OpenRouterProvider, RetryPolicy
 from noetic_adapters_openrouter.billing import ModelPricing, ceiling, prompt_estimate
 
 pytestmark = pytest.mark.anyio
@@ -58,17 +58,6 @@ def serve_billing(server: Any, wire: Any, gen_id: str, total: float) -> None:
     serve_json(server, "/api/v1/generation", wire.generation(gen_id, total))
 
 
-async def run(model: OpenRouterModel, request: ModelRequest) -> tuple[list[ModelEvent], NoeticError | None]:
-    events: list[ModelEvent] = []
-    try:
-        with anyio.fail_after(HANG_GUARD):
-            async for event in model.stream(request, cancel=ManualAbort()):
-                events.append(event)
-    except NoeticError as exc:
-        return events, exc
-    return events, None
-
-
 def text_of(events: Sequence[ModelEvent]) -> str:
     return "".join(e.text for e in events if isinstance(e, TextDelta))
 
@@ -94,7 +83,7 @@ async def test_stream_cut_mid_event_fails_and_holds_the_call(loopback: Any, wire
         MODEL, [user_message("Say hello.")], params={"max_output_tokens": 100}, billing=billing
     )
     async with provider_for(loopback) as provider:
-        events, error = await run(provider.model(MODEL), request)
+        events, error = await collect_round(provider.model(MODEL), request)
         assert text_of(events) == "Hel"
         assert not any(isinstance(e, ModelResponse) for e in events)
         assert error is not None
@@ -127,7 +116,7 @@ async def test_429_then_success_is_retried(loopback: Any, wire: Any) -> None:
 
     loopback.routes["/api/v1/responses"] = responses
     async with provider_for(loopback) as provider:
-        events, error = await run(provider.model(MODEL), ModelRequest(MODEL, [user_message("Hi")]))
+        events, error = await collect_round(provider.model(MODEL), ModelRequest(MODEL, [user_message("Hi")]))
     assert error is None
     assert attempts == 2
     assert text_of(events) == "Hello again!"
@@ -158,7 +147,7 @@ async def test_503_after_partial_output_is_not_retried(loopback: Any, wire: Any)
     serve_billing(loopback, wire, gen_id, 0.0001)
     billing = RecordingBilling()
     async with provider_for(loopback) as provider:
-        events, error = await run(
+        events, error = await collect_round(
             provider.model(MODEL),
             ModelRequest(MODEL, [user_message("Hi")], params={"max_output_tokens": 50}, billing=billing),
         )
@@ -297,7 +286,7 @@ async def test_canary_key_never_leaks(
     )
     async with provider:
         model = provider.model(MODEL)
-        _, error = await run(model, ModelRequest(MODEL, [user_message("hello")], billing=billing))
+        _, error = await collect_round(model, ModelRequest(MODEL, [user_message("hello")], billing=billing))
         await billing.drain()
     assert error is not None
     expected = {"idle": ("model_stream_error", "ReadTimeout"), "connect": ("model_error", "ConnectError")}

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from noetic.errors import NoeticError
 from noetic.items import (
     ExtensionItem,
     FunctionCallItem,
@@ -29,7 +28,7 @@ from noetic.items import (
     user_message,
 )
 from noetic.model import ModelEvent, ModelRequest, ModelResponse, ReasoningDelta, TextDelta, ToolDefinition
-from noetic.testing.model_conformance import ManualAbort, RecordingBilling
+from noetic.testing.model_conformance import RecordingBilling, collect_round
 from noetic.usage import RoundUsage
 from noetic_adapters_openrouter import OpenRouterModel, OpenRouterProvider, RetryPolicy
 from noetic_adapters_openrouter.params import split_params
@@ -49,16 +48,6 @@ def model_for(cassette: Any, model_id: str, api: str, *, stream: bool) -> OpenRo
         retry=RetryPolicy(max_attempts=3, base_delay=0.0),
     )
     return provider.model(model_id, api=api, stream=stream)  # type: ignore[arg-type]
-
-
-async def run(model: OpenRouterModel, request: ModelRequest) -> tuple[list[ModelEvent], NoeticError | None]:
-    events: list[ModelEvent] = []
-    try:
-        async for event in model.stream(request, cancel=ManualAbort()):
-            events.append(event)
-    except NoeticError as exc:
-        return events, exc
-    return events, None
 
 
 def final(events: Sequence[ModelEvent]) -> ModelResponse:
@@ -94,7 +83,9 @@ async def test_responses_raw_cot_stream(cassettes: Callable[..., Any], chunk: in
     """test_openai_responses_raw_cot_stream_openrouter.yaml: Responses SSE, reasoning + text."""
     cassette = cassettes("test_openai_responses_raw_cot_stream_openrouter.yaml", chunk)
     model = model_for(cassette, "openai/gpt-oss-20b", "responses", stream=True)
-    events, error = await run(model, ModelRequest("openai/gpt-oss-20b", [user_message("What is 2+2?")]))
+    events, error = await collect_round(
+        model, ModelRequest("openai/gpt-oss-20b", [user_message("What is 2+2?")])
+    )
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent[0] == cassette.recorded_body(0)  # exactly the recorded body
@@ -119,7 +110,7 @@ async def test_responses_reasoning_item_replays_exactly(cassettes: Callable[...,
     """test_openai_responses_raw_cot_stream_openrouter.yaml: the reasoning item goes back as received."""
     cassette = cassettes("test_openai_responses_raw_cot_stream_openrouter.yaml")
     model = model_for(cassette, "openai/gpt-oss-20b", "responses", stream=True)
-    events, _ = await run(model, ModelRequest("openai/gpt-oss-20b", [user_message("What is 2+2?")]))
+    events, _ = await collect_round(model, ModelRequest("openai/gpt-oss-20b", [user_message("What is 2+2?")]))
     items = final(events).items
     body = model._endpoint.body(
         ModelRequest("openai/gpt-oss-20b", [user_message("What is 2+2?"), *items, user_message("And 3+3?")]),
@@ -149,9 +140,9 @@ async def test_responses_prompt_cache_e2e(cassettes: Callable[..., Any]) -> None
     params = {k: recorded[k] for k in ("include", "prompt_cache_options", "provider")}
     model = model_for(cassette, "openai/gpt-5.6-sol", "responses", stream=False)
     request = ModelRequest("openai/gpt-5.6-sol", [MessageItem(role="user", content=parts)], params=params)
-    first_events, error = await run(model, request)
+    first_events, error = await collect_round(model, request)
     assert error is None
-    second_events, error = await run(model, request)
+    second_events, error = await collect_round(model, request)
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent == [cassette.recorded_body(0), cassette.recorded_body(1)]
@@ -180,8 +171,8 @@ async def test_chat_usage(cassettes: Callable[..., Any]) -> None:
         [system_message("Be helpful."), user_message("Tell me about Mars")],
         params={"usage": {"include": True}},
     )
-    first_events, _ = await run(model, venus)
-    second_events, _ = await run(model, mars)
+    first_events, _ = await collect_round(model, venus)
+    second_events, _ = await collect_round(model, mars)
     cassette.assert_consumed()
     assert cassette.sent == [cassette.recorded_body(0), cassette.recorded_body(1)]
     first, second = final(first_events), final(second_events)
@@ -227,7 +218,7 @@ async def test_chat_tool_calling(cassettes: Callable[..., Any]) -> None:
         tools=[DIVIDE],
         params={"tool_choice": "auto"},
     )
-    events, error = await run(model, request)
+    events, error = await collect_round(model, request)
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent[0] == cassette.recorded_body(0)
@@ -253,7 +244,7 @@ async def test_chat_google_nested_schema_byok(cassettes: Callable[..., Any]) -> 
     tools = [_tool(t["function"]) for t in recorded["tools"]]
     model = model_for(cassette, "google/gemini-2.5-flash", "chat", stream=False)
     question = user_message(recorded["messages"][0]["content"])
-    first_events, _ = await run(
+    first_events, _ = await collect_round(
         model,
         ModelRequest("google/gemini-2.5-flash", [question], tools=tools, params={"tool_choice": "required"}),
     )
@@ -264,7 +255,7 @@ async def test_chat_google_nested_schema_byok(cassettes: Callable[..., Any]) -> 
     output = FunctionCallOutputItem(
         call_id=call.call_id, output=cassette.recorded_body(1)["messages"][2]["content"]
     )
-    second_events, _ = await run(
+    second_events, _ = await collect_round(
         model,
         ModelRequest(
             "google/gemini-2.5-flash",
@@ -295,7 +286,7 @@ async def test_chat_errors_raised_429(cassettes: Callable[..., Any]) -> None:
     )
     billing = RecordingBilling()
     request.billing = billing
-    events, error = await run(model, request)
+    events, error = await collect_round(model, request)
     cassette.assert_consumed()  # the first try and two retries
     assert events == []
     assert error is not None
@@ -320,7 +311,7 @@ async def test_chat_stream_error_in_band(cassettes: Callable[..., Any], chunk: i
         params={"max_output_tokens": 10},
         billing=billing,
     )
-    events, error = await run(model, request)
+    events, error = await collect_round(model, request)
     cassette.assert_consumed()
     assert cassette.sent[0] == cassette.recorded_body(0)
     assert texts(events, ReasoningDelta) == "We need to respond to a greeting. The user"
@@ -345,7 +336,7 @@ async def test_chat_streaming_reasoning_signature(cassettes: Callable[..., Any],
     request = ModelRequest(
         "anthropic/claude-sonnet-4.5", [user_message("What is 2+2?")], params={"reasoning": {"enabled": True}}
     )
-    events, error = await run(model, request)
+    events, error = await collect_round(model, request)
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent[0] == cassette.recorded_body(0)
@@ -384,7 +375,7 @@ async def test_chat_stream_with_encrypted_reasoning(cassettes: Callable[..., Any
     """test_openrouter_stream_with_reasoning.yaml: an encrypted reasoning detail, then ~100 text deltas."""
     cassette = cassettes("test_openrouter_stream_with_reasoning.yaml", chunk)
     model = model_for(cassette, "openai/o3", "chat", stream=True)
-    events, error = await run(model, ModelRequest("openai/o3", [user_message("Who are you")]))
+    events, error = await collect_round(model, ModelRequest("openai/o3", [user_message("Who are you")]))
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent[0] == cassette.recorded_body(0)
@@ -413,7 +404,7 @@ async def test_chat_web_search_annotations(cassettes: Callable[..., Any]) -> Non
     request = ModelRequest(
         "deepseek/deepseek-chat", [user_message(SEARCH_PROMPT)], params={"extra_tools": [WEB_SEARCH]}
     )
-    events, error = await run(model, request)
+    events, error = await collect_round(model, request)
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent[0] == cassette.recorded_body(0)
@@ -435,7 +426,7 @@ async def test_chat_web_search_annotations_stream(cassettes: Callable[..., Any],
     request = ModelRequest(
         "deepseek/deepseek-chat", [user_message(SEARCH_PROMPT)], params={"extra_tools": [WEB_SEARCH]}
     )
-    events, error = await run(model, request)
+    events, error = await collect_round(model, request)
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent[0] == cassette.recorded_body(0)
@@ -456,7 +447,7 @@ async def test_chat_web_search_tool_usage_stream(cassettes: Callable[..., Any], 
     request = ModelRequest(
         "openai/gpt-4.1-mini", [user_message(SEARCH_PROMPT)], params={"extra_tools": [WEB_SEARCH]}
     )
-    events, error = await run(model, request)
+    events, error = await collect_round(model, request)
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent[0] == cassette.recorded_body(0)
@@ -481,7 +472,7 @@ async def test_chat_cache_streaming_e2e(cassettes: Callable[..., Any], chunk: in
         MessageItem(role="user", content=[_cached_part(user["content"][0])]),
     ]
     model = model_for(cassette, "anthropic/claude-sonnet-4.6", "chat", stream=True)
-    events, error = await run(model, ModelRequest("anthropic/claude-sonnet-4.6", items))
+    events, error = await collect_round(model, ModelRequest("anthropic/claude-sonnet-4.6", items))
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent[0] == recorded
@@ -501,7 +492,7 @@ async def test_chat_cache_tool_definitions_e2e(cassettes: Callable[..., Any]) ->
         [user_message(recorded["messages"][0]["content"])],
         params={"extra_tools": recorded["tools"], "tool_choice": "auto"},
     )
-    events, error = await run(model, request)
+    events, error = await collect_round(model, request)
     assert error is None
     cassette.assert_consumed()
     assert cassette.sent[0] == recorded
@@ -519,7 +510,7 @@ async def test_chat_cache_messages_anthropic(cassettes: Callable[..., Any]) -> N
     system = first_body["messages"][0]["content"]
     long_prompt = first_body["messages"][1]["content"][0]
     model = model_for(cassette, "anthropic/claude-sonnet-4.6", "chat", stream=False)
-    first_events, _ = await run(
+    first_events, _ = await collect_round(
         model,
         ModelRequest(
             "anthropic/claude-sonnet-4.6",
@@ -535,7 +526,7 @@ async def test_chat_cache_messages_anthropic(cassettes: Callable[..., Any]) -> N
         MessageItem(role="assistant", content=second_body["messages"][2]["content"]),
         MessageItem(role="user", content=[_cached_part(follow_up)]),
     ]
-    second_events, _ = await run(
+    second_events, _ = await collect_round(
         model, ModelRequest("anthropic/claude-sonnet-4.6", history, instructions=system, params=params)
     )
     cassette.assert_consumed()

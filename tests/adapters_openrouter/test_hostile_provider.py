@@ -21,13 +21,12 @@ import noetic as nt
 import pytest
 from noetic.errors import NoeticError
 from noetic.items import user_message
-from noetic.model import ModelEvent, ModelRequest, ModelResponse
-from noetic.testing.model_conformance import ManualAbort, RecordingBilling
+from noetic.model import ModelRequest, ModelResponse
+from noetic.testing.model_conformance import RecordingBilling, collect_round
 from noetic.usage import RoundUsage
 from noetic_adapters_openrouter import (
     BillingPolicy,
     Deadlines,
-    OpenRouterModel,
     OpenRouterProvider,
     RetryPolicy,
 )
@@ -52,17 +51,6 @@ def provider_for(
         billing=BillingPolicy(first_poll_delay=0.01, max_poll_delay=0.02),
         **options,
     )
-
-
-async def run(model: OpenRouterModel, request: ModelRequest) -> tuple[list[ModelEvent], NoeticError | None]:
-    events: list[ModelEvent] = []
-    try:
-        with anyio.fail_after(HANG_GUARD):
-            async for event in model.stream(request, cancel=ManualAbort()):
-                events.append(event)
-    except NoeticError as exc:
-        return events, exc
-    return events, None
 
 
 def serve_json(server: Any, path: str, payload: Any, status: int = 200) -> None:
@@ -112,7 +100,7 @@ async def test_an_echoed_key_reaches_no_error_detail(loopback: Any, wire: Any, w
     loopback.routes["/api/v1/responses"] = responses
     serve_json(loopback, "/api/v1/models", wire.models(MODEL))
     async with provider_for(loopback.url) as provider:
-        _, error = await run(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
+        _, error = await collect_round(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
     assert error is not None and error.code == "model_error"
     assert loopback.hits("/api/v1/responses")[0].headers["authorization"] == f"Bearer {CANARY}"
     dumped = json.dumps(error.details, default=repr) + str(error)
@@ -132,7 +120,7 @@ async def test_a_key_not_shaped_like_a_key_is_scrubbed_too() -> None:
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
         provider = OpenRouterProvider(api_key=secret, http_client=client)
-        _, error = await run(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
+        _, error = await collect_round(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
     assert error is not None
     assert secret not in json.dumps(error.details, default=repr) + str(error)
 
@@ -161,7 +149,7 @@ async def test_an_unreadable_cost_is_held_at_the_ceiling_and_reconciled(
     billing = RecordingBilling()
     request = ModelRequest(MODEL, [user_message("hi")], params={"max_output_tokens": 100}, billing=billing)
     async with provider_for(loopback.url) as provider:
-        events, error = await run(provider.model(MODEL), request)
+        events, error = await collect_round(provider.model(MODEL), request)
         assert error is None
         response = events[-1]
         assert isinstance(response, ModelResponse)
@@ -237,7 +225,7 @@ async def test_a_stream_of_keepalives_ends(
     billing = RecordingBilling()
     request = ModelRequest(MODEL, [user_message("hi")], params={"max_output_tokens": 10}, billing=billing)
     async with provider_for(loopback.url, deadlines=deadlines) as provider:
-        _, error = await run(provider.model(MODEL), request)  # within HANG_GUARD, or it fails
+        _, error = await collect_round(provider.model(MODEL), request)  # within HANG_GUARD, or it fails
     assert error is not None
     assert error.code == "model_stream_error"
     assert expected in error.message
@@ -251,7 +239,7 @@ async def test_the_total_deadline_covers_a_server_that_never_answers(loopback: A
 
     loopback.routes["/api/v1/responses"] = responses
     async with provider_for(loopback.url, deadlines=Deadlines(total=0.3)) as provider:
-        _, error = await run(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
+        _, error = await collect_round(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
     assert error is not None
     assert error.code == "model_error"
     assert "total deadline of 0.3 s" in error.message
@@ -268,7 +256,7 @@ async def test_keepalives_through_a_mock_transport_end_at_the_idle_timeout() -> 
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
         provider = provider_for(client=client, deadlines=Deadlines(idle=0.2))
-        _, error = await run(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
+        _, error = await collect_round(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
     assert error is not None and error.code == "model_stream_error"
     assert "no event arrived" in error.message
 
@@ -302,7 +290,9 @@ async def test_a_chat_field_of_impossible_shape_is_a_stream_error(
     loopback.routes["/api/v1/chat/completions"] = completions
     serve_json(loopback, "/api/v1/models", wire.models(MODEL))
     async with provider_for(loopback.url) as provider:
-        _, error = await run(provider.model(MODEL, api="chat"), ModelRequest(MODEL, [user_message("hi")]))
+        _, error = await collect_round(
+            provider.model(MODEL, api="chat"), ModelRequest(MODEL, [user_message("hi")])
+        )
     assert error is not None
     assert error.code == "model_stream_error"
     assert repr(field) in error.message
@@ -339,7 +329,7 @@ async def test_500_and_529_are_retried_before_output(loopback: Any, wire: Any, s
 
     loopback.routes["/api/v1/responses"] = responses
     async with provider_for(loopback.url) as provider:
-        events, error = await run(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
+        events, error = await collect_round(provider.model(MODEL), ModelRequest(MODEL, [user_message("hi")]))
     assert error is None
     assert attempts == 2
     assert isinstance(events[-1], ModelResponse) and events[-1].cost == 0.00001

@@ -1,4 +1,5 @@
-"""Every code block in README.md and docs/ runs here, so an example cannot silently go wrong.
+"""Every code block in README.md, docs/ and the package READMEs runs here, so an example cannot
+silently go wrong.
 
 Python blocks are found and run by `pytest-examples` (each block is written to its own file and
 run as `__main__` in a fresh module, in-process): the working directory is a fresh temporary
@@ -28,7 +29,11 @@ import pytest_examples.run_code
 from pytest_examples import CodeExample, EvalExample, find_examples
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+DOC_FILES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("**/*.md")),
+    *sorted((ROOT / "packages").glob("*/README.md")),
+]
 #: The fence tag for the only blocks that may skip running: they need a real provider.
 NETWORK_TAG = "requires-network"
 #: Where a `noetic` CLI block finds its command: the console script next to this interpreter.
@@ -137,9 +142,11 @@ def test_the_opt_out_tag_is_only_on_provider_blocks() -> None:
 
 def test_docs_have_python_blocks_from_every_page() -> None:
     """The collector sees the README and each docs page that has code (a silent zero would pass)."""
-    pages = {e.path.name for e in _python_blocks()}
-    expected = {"README.md", "index.md", "steps.md", "layers.md", "custom-items.md", "workflows.md"}
-    assert expected | {"durable.md", "plugins.md"} <= pages
+    pages = {str(e.path.relative_to(ROOT)) for e in _python_blocks()}
+    expected = {"README.md", *(f"docs/{name}.md" for name in ("index", "steps", "layers", "custom-items"))}
+    expected |= {"docs/workflows.md", "docs/durable.md", "docs/plugins.md"}
+    packages = ("core", "adapters-openrouter", "layers-scratchpad", "fs-fsspec")
+    assert expected | {f"packages/{name}/README.md" for name in packages} <= pages
 
 
 @pytest.mark.parametrize(

@@ -8,29 +8,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import noetic as nt
 import pytest
 from noetic.plugins import make_plugin_manager
-
-
-def make_distribution(tmp: Path, name: str, module_source: str) -> Path:
-    """An installed distribution (version 0.3.0) with one `noetic` entry point, on a path dir."""
-    module = name.replace("-", "_")
-    (tmp / f"{module}.py").write_text(module_source)
-    info = tmp / f"{module}-0.3.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.3.0\n")
-    (info / "entry_points.txt").write_text(f"[noetic]\n{name} = {module}\n")
-    return tmp
-
-
-def run_python(code: str, path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": str(path), **env}
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120
-    )
 
 
 def test_a_misspelt_provider_names_the_installed_ones_closest_first() -> None:
@@ -56,10 +39,12 @@ def test_an_unknown_provider_is_never_routed_to_the_installed_adapter() -> None:
 SHOUT_BROKEN = "import not_a_module_that_exists  # the plugin cannot import\n"
 
 
-def test_a_provider_whose_plugin_failed_names_the_plugin_and_its_error(tmp_path: Path) -> None:
+def test_a_provider_whose_plugin_failed_names_the_plugin_and_its_error(
+    plugin_dist: Callable[..., Path], run_python: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     """Issue 13, point 5: `shout:bob` with a broken `noetic-adapters-shout` plugin names that
     plugin and its load error, and never reaches OpenRouter (a key is set)."""
-    path = make_distribution(tmp_path, "noetic-adapters-shout", SHOUT_BROKEN)
+    path = plugin_dist("noetic-adapters-shout", SHOUT_BROKEN)
     code = textwrap.dedent("""
         import json, warnings
         import noetic as nt
@@ -82,9 +67,9 @@ def test_a_provider_whose_plugin_failed_names_the_plugin_and_its_error(tmp_path:
     assert bare["code"] == "PLUGIN_LOAD_FAILED"  # a bare id may have been meant for the broken one
 
 
-def test_noetic_plugins_exits_non_zero_when_a_plugin_failed(tmp_path: Path) -> None:
+def test_noetic_plugins_exits_non_zero_when_a_plugin_failed(plugin_dist: Callable[..., Path]) -> None:
     """Issue 13, point 5: `noetic plugins` lists the load error and exits 1 (0 otherwise)."""
-    path = make_distribution(tmp_path, "noetic-adapters-shout", SHOUT_BROKEN)
+    path = plugin_dist("noetic-adapters-shout", SHOUT_BROKEN)
     env = {**os.environ, "PYTHONPATH": str(path)}
     broken = subprocess.run(
         [sys.executable, "-m", "noetic.cli", "plugins"], capture_output=True, text=True, env=env, timeout=120

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,24 +17,6 @@ from noetic import hookspecs
 from noetic.plugins import NoeticPluginWarning, make_plugin_manager, plugin_report
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def make_distribution(tmp: Path, name: str, version: str, module_source: str) -> Path:
-    """Write a minimal installed distribution with one `noetic` entry point onto a path dir."""
-    module = name.replace("-", "_")
-    (tmp / f"{module}.py").write_text(textwrap.dedent(module_source))
-    info = tmp / f"{module}-{version}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    (info / "entry_points.txt").write_text(f"[noetic]\n{name} = {module}\n")
-    return tmp
-
-
-def run_python(code: str, path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": str(path), **env}
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120
-    )
 
 
 def test_the_three_plugin_packages_are_discovered_and_register_their_names() -> None:
@@ -62,8 +45,10 @@ def test_noetic_plugins_cli_lists_plugins_with_versions_hooks_and_registrations(
     assert report["noetic.builtins"]["distribution"] == "noetic-core"
 
 
-def test_a_broken_plugin_is_skipped_with_a_warning_naming_it_and_its_version(tmp_path: Path) -> None:
-    path = make_distribution(tmp_path, "noetic-broken-test", "1.2.3", "raise RuntimeError('cannot start')\n")
+def test_a_broken_plugin_is_skipped_with_a_warning_naming_it_and_its_version(
+    plugin_dist: Callable[..., Path], run_python: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    path = plugin_dist("noetic-broken-test", version="1.2.3", source="raise RuntimeError('cannot start')\n")
     code = textwrap.dedent("""
         import warnings, noetic
         from noetic.plugins import make_plugin_manager
@@ -90,8 +75,10 @@ def test_a_broken_plugin_is_skipped_with_a_warning_naming_it_and_its_version(tmp
     assert cli.returncode == 1 and "error: RuntimeError: cannot start" in cli.stdout
 
 
-def test_strict_mode_raises_for_a_broken_plugin(tmp_path: Path) -> None:
-    path = make_distribution(tmp_path, "noetic-broken-test", "1.2.3", "raise RuntimeError('cannot start')\n")
+def test_strict_mode_raises_for_a_broken_plugin(
+    plugin_dist: Callable[..., Path], run_python: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    path = plugin_dist("noetic-broken-test", version="1.2.3", source="raise RuntimeError('cannot start')\n")
     result = run_python(
         "from noetic.plugins import make_plugin_manager; make_plugin_manager()",
         path,
@@ -100,7 +87,9 @@ def test_strict_mode_raises_for_a_broken_plugin(tmp_path: Path) -> None:
     assert result.returncode != 0 and "PLUGIN_LOAD_FAILED" in result.stderr
 
 
-def test_load_and_disable_switches(tmp_path: Path) -> None:
+def test_load_and_disable_switches(
+    tmp_path: Path, run_python: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     code = "from noetic.plugins import make_plugin_manager; print(sorted(n for n, p in make_plugin_manager().list_name_plugin() if p is not None))"
     only = run_python(code, tmp_path, NOETIC_LOAD_PLUGINS="fs-fsspec")
     assert "'fs-fsspec'" in only.stdout and "adapters-openrouter" not in only.stdout
@@ -110,7 +99,9 @@ def test_load_and_disable_switches(tmp_path: Path) -> None:
     assert "layers-scratchpad" not in blocked.stdout and "fs-fsspec" in blocked.stdout
 
 
-def test_a_working_test_distribution_registers_a_model_adapter(tmp_path: Path) -> None:
+def test_a_working_test_distribution_registers_a_model_adapter(
+    plugin_dist: Callable[..., Path], run_python: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     source = """
         import noetic
 
@@ -118,7 +109,7 @@ def test_a_working_test_distribution_registers_a_model_adapter(tmp_path: Path) -
         def register_model_adapters(register):
             register("fake", "noetic.testing.scripted:scripted_model_factory")
     """
-    path = make_distribution(tmp_path, "noetic-fake-test", "0.0.1", source)
+    path = plugin_dist("noetic-fake-test", version="0.0.1", source=source)
     code = "from noetic.plugins import make_plugin_manager; print(make_plugin_manager().registries.model_adapters.resolve('fake')('x').model_id)"
     result = run_python(code, path)
     assert result.stdout.strip() == "scripted:x", result.stderr

@@ -72,6 +72,7 @@ __all__ = [
     "check_usage_absent_stays_none",
     "check_usage_reported_values",
     "check_usage_zero_stays_zero",
+    "collect_round",
 ]
 
 #: Seconds any single wait may take before the check fails as hung (a guard, not a timing).
@@ -236,12 +237,29 @@ def _request(subject: ConformanceSubject, items: Sequence[Item], billing: Record
 
 
 async def _round(subject: ConformanceSubject, request: ModelRequest) -> list[ModelEvent]:
-    events: list[ModelEvent] = []
-    with anyio.fail_after(HANG_GUARD):
-        async with aclosing(subject.adapter.stream(request, cancel=ManualAbort())) as stream:  # type: ignore[type-var]
-            async for event in stream:
-                events.append(event)
+    events, error = await collect_round(subject.adapter, request)
+    if error is not None:
+        raise error
     return events
+
+
+async def collect_round(
+    adapter: ModelAdapter, request: ModelRequest
+) -> tuple[list[ModelEvent], NoeticError | None]:
+    """Play one round of `adapter`, returning the events it yielded and the `NoeticError` that ended it.
+
+    For an adapter's own tests: the events come back even when the round fails part-way, and
+    the round fails the test as hung (`TimeoutError`) after `HANG_GUARD` seconds.
+    """
+    events: list[ModelEvent] = []
+    try:
+        with anyio.fail_after(HANG_GUARD):
+            async with aclosing(adapter.stream(request, cancel=ManualAbort())) as stream:  # type: ignore[type-var]
+                async for event in stream:
+                    events.append(event)
+    except NoeticError as exc:
+        return events, exc
+    return events, None
 
 
 def _final(events: Sequence[ModelEvent]) -> ModelResponse:
