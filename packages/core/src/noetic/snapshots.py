@@ -11,8 +11,10 @@ Python strings cannot share storage, and no library offers a pydantic model whos
 computed on first read, so this module writes that by hand (ST-1). All snapshots of one message
 share one append-only list of its deltas (`TextSoFar`); a snapshot records how many of them it
 covers, which is all it needs to stay unchanged when the list grows. Making a snapshot is
-O(1); its text is joined the first time anything beyond `id`, `status`, `type`, `role` or
-`is_complete` is read. That first read turns the object into a plain `MessageItem` in place
+O(1); its text is joined the first time its `content` (or `text`), its `__dict__` (which
+pydantic's serialisation, repr and copy read) or its pydantic bookkeeping is read — data
+descriptors on `MessageSnapshot` catch those, while `id`, `status`, `type`, `role` and
+`is_complete` are plain reads of the instance dict. That first read turns the object into a plain `MessageItem` in place
 (the `__class__` swap `importlib.util.LazyLoader` uses for lazy modules), so from then on it is
 indistinguishable from one built eagerly: pydantic validation, `model_dump`, equality, copy and
 pickle all see the materialised fields. Reading the text of every snapshot still copies the
