@@ -172,6 +172,7 @@ class _Session:
         "queue",
         "restore_pending",
         "running",
+        "stored",
         "stream",
         "thread_id",
     )
@@ -190,6 +191,9 @@ class _Session:
         self.leaving = False
         #: Set when the thread may have a history in storage to read back before its first turn.
         self.restore_pending = False
+        #: The log and its length when the thread's stored history was last written or read
+        #: (`noetic.sessions`): a different pair means the store lags behind.
+        self.stored: tuple[ItemLog, int] | None = None
 
 
 class AgentHarness(Generic[OutT]):
@@ -450,6 +454,7 @@ class AgentHarness(Generic[OutT]):
             with anyio.CancelScope(shield=True):
                 self._stop_workers("the harness is shutting down")
                 await self._settle_background()
+                await self._sessions.save_all()  # the threads' histories, for the next harness
                 # Background jobs have ended (finished or cancelled): their HTTP clients can go.
                 await self._close_adapters()
                 if self._owns_store and self._store is not None:
