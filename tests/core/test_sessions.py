@@ -57,6 +57,7 @@ async def test_without_storage_an_evicted_thread_starts_over() -> None:
         with pytest.raises(NoeticError) as err:
             await h.get_agent_response(thread_id="t1")
         assert err.value.code == "NO_STEP_CONFIGURED"
+        assert "may have been evicted" in err.value.message  # not only "has not run a turn"
         await h.run("again", thread_id="t4")  # the most recently used one stayed
         assert _texts(model) == ["hello 4", "hello 4", "again"]
 

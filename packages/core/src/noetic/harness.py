@@ -922,10 +922,13 @@ class AgentHarness(Generic[OutT]):
         if session.last_error is not None:
             raise session.last_error
         if session.last_response is None:
+            evicts = self._sessions.policy.evicts
             raise NoeticConfigError(
                 "NO_STEP_CONFIGURED",
-                f"thread {session.thread_id!r} has not run a turn yet",
-                hint="Call execute() or run() before get_agent_response().",
+                f"thread {session.thread_id!r} has not run a turn yet"
+                + (" in this session: it may have been evicted since its last turn" if evicts else ""),
+                hint="Call execute() or run() before get_agent_response()"
+                + (", or keep the response run() returns (SE-4)." if evicts else "."),
             )
         return session.last_response
 
