@@ -34,8 +34,8 @@ from noetic.execution_context import Context
 from noetic.ids import new_item_id
 from noetic.inspect_sink import EventSink, inspect_url
 from noetic.items import Item, ItemLog, is_item, user_message
-from noetic.layers.anchoring import AnchorStore, ContextCacheConfig
 from noetic.layers.budgets import Projection
+from noetic.layers.cache_config import ContextCacheConfig
 from noetic.layers.call import LayerMemory
 from noetic.layers.checkpoint_state import CheckpointLayerStateStore
 from noetic.layers.layer_set import LayerSet
@@ -272,7 +272,7 @@ class AgentHarness(Generic[OutT]):
         #: Where layer state persists between executions (LY-14, LY-16); any `LayerStateStore`.
         self.layer_store: LayerStateStore = _layer_store(layer_store, storage, self._checkpoint_store)
         #: Prompt-cache anchoring and eventual-recall memory, kept across turns.
-        self.layer_memory = LayerMemory(AnchorStore(ContextCacheConfig.of(context_cache)))
+        self.layer_memory = LayerMemory(ContextCacheConfig.of(context_cache))
         #: The projection policy of model steps that set none (BG-5).
         self.projection = Projection.of(projection)
         self.storage = storage
@@ -321,7 +321,7 @@ class AgentHarness(Generic[OutT]):
     @property
     def cache_control(self) -> bool:
         """Whether prompt-cache anchoring is on (requests then carry `cache_control`)."""
-        return self.layer_memory.anchors.config.enabled
+        return self.layer_memory.config.enabled
 
     @property
     def plugin_manager(self) -> NoeticPluginManager:
