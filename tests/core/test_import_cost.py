@@ -31,6 +31,7 @@ DEFERRED = (
     "noetic.durable.fingerprint",
     "sqlite3",
     "noetic.layers.anchoring",  # prompt-cache anchoring: only a call with layers needs it
+    "logging",  # the core logs only on unusual paths (noetic.logs)
     "noetic.cli",  # the command line and its terminal rendering
     "noetic.plugin_commands",
     "rich",
