@@ -129,11 +129,13 @@ def test_deferred_features_work_on_first_use(tmp_path: object) -> None:
 
 def test_anchoring_is_imported_when_a_call_has_layers() -> None:
     # A harness without layers never builds its anchoring store; the first call with a layer
-    # imports it, pins the layer's render and reports the epoch in the call's usage.
+    # imports it, pins the layer's render and reports the epoch in the call's usage (whose
+    # models are built on that first use).
     out = _run(
         """
         import sys
         import anyio
+        import noetic
         import noetic as nt
         from noetic.testing import ScriptedModel, text_reply
 
@@ -149,6 +151,8 @@ def test_anchoring_is_imported_when_a_call_has_layers() -> None:
             async with nt.AgentHarness("plain", agent_graph=bare, model=ScriptedModel([text_reply("a")])) as h:
                 await h.run("hi")
             assert "noetic.layers.anchoring" not in sys.modules
+            # nor were the validators of the layer-usage snapshot built (nobody read one)
+            assert not noetic.usage.LastLayerUsage.__pydantic_complete__
             layered = nt.call_model("layered", layers=[Notes()])
             async with nt.AgentHarness("layered", agent_graph=layered, model=ScriptedModel([text_reply("b")])) as h:
                 usage = (await h.run("hi")).last_layer_usage

@@ -137,7 +137,7 @@ class _Subscription:
             self.wake = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class _State:
     buffer: deque[Any] = field(default_factory=deque)
     receivers: deque[_Waiter] = field(default_factory=deque)

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class RecallCache:
     """Recall output of `recall_mode="eventual"` layers, kept until their `store` changes state."""
 
@@ -80,7 +80,7 @@ class RecallCache:
         self.outputs.pop(key, None)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring (under `config`) and
     recall caches, overflow summaries, token estimates of log items by id (items never change,

@@ -134,7 +134,7 @@ def _text_of(item: Item) -> str | None:
 # --- summarize -----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class SummaryMemory:
     """Summaries already written, by the id of the last item each one covers."""
 
