@@ -34,7 +34,6 @@ stream iterator made before the eviction and first read after it ends at once (S
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections import OrderedDict, deque
@@ -45,6 +44,7 @@ from urllib.parse import quote
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import ItemLog
+from noetic.logs import logger
 
 if TYPE_CHECKING:
     from noetic.durable.items import Declarations
@@ -59,7 +59,7 @@ __all__ = [
     "history_key",
 ]
 
-log = logging.getLogger("noetic.sessions")
+log = logger("noetic.sessions")
 
 #: Idle sessions kept in memory by default when the harness has `storage=`.
 DEFAULT_MAX_IDLE_SESSIONS = 10_000
