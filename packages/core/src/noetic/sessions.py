@@ -318,14 +318,22 @@ class SessionTable:
         """Write the history of every session in memory that changed since its record was
         written or read (the harness is leaving: the next one starts from these, SE-2). A
         failed write is logged; the histories of that batch stay as they were in the store."""
-        store = self._store() if self._durable else None
-        if store is None:
+        if not self._durable:
             return
         changed = [
             session
             for session in self._live.values()
             if not session.restore_pending and session.stored != (session.log, len(session.log))
         ]
+        if not changed:
+            return
+        try:
+            store = self._store()
+        except NoeticError as exc:  # the store never opened (a bad URL): the turns said so already
+            log.warning("%d thread histories could not be saved: %s", len(changed), exc.message)
+            return
+        if store is None:
+            return
         for start in range(0, len(changed), _BATCH):
             rows: dict[str, str] = {}
             saved: list[tuple[_Session, ItemLog, int]] = []
