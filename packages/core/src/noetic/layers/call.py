@@ -311,7 +311,7 @@ class LayeredCall:
         called: list[LayerEntry] = []
         eventual: set[str] = set()
         for entry in ordered:
-            if entry.hook("recall") is None:
+            if entry.hooks.get("recall") is None:
                 continue
             if getattr(entry.layer, "recall_mode", "atomic") == "eventual":
                 eventual.add(entry.id)
@@ -449,7 +449,7 @@ class LayeredCall:
 
     async def store(self, result: CallResult) -> None:
         """Run every active layer's `store` concurrently, all-settled (LY-7)."""
-        entries = [e for e in self.frame.active() if e.hook("store") is not None]
+        entries = [e for e in self.frame.active() if e.hooks.get("store") is not None]
         if not entries:
             return
         recalls = self._memory.recalls

@@ -71,8 +71,8 @@ class LayerEntry:
         self.layer = layer
         #: The layer id.
         self.id: str = layer.id
-        #: The layer's hooks by name, looked up once (`hook_table`); None: looked up per call.
-        self.hooks = hooks
+        #: The layer's hooks by name (None where it defines none), looked up once (`hook_table`).
+        self.hooks = hook_table(layer) if hooks is None else hooks
         self.storage = storage
         self.state = state
         self.started = started
@@ -101,9 +101,7 @@ class LayerEntry:
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The layer's hook `name`, or None when it does not define it."""
         hooks = self.hooks
-        if hooks is not None and name in hooks:
-            return hooks[name]
-        return _defined(self.layer, name)
+        return hooks[name] if name in hooks else _defined(self.layer, name)
 
     def timeout(self, name: str) -> float:
         """Seconds the hook `name` may run (LY-12 defaults, overridden by `layer.timeouts`)."""
@@ -273,7 +271,7 @@ async def run_hooks(
 
 async def _timed_call(scope: anyio.CancelScope, entry: LayerEntry, name: str, args: tuple[Any, ...]) -> Any:
     """One hook call inside `scope` (see `run_hooks`): the deadline is set only if it suspends."""
-    hook = entry.hook(name)
+    hook = entry.hooks[name]
     assert hook is not None
     started = time.monotonic()
     value = hook(*args)
@@ -422,11 +420,11 @@ class LayerFrame:
 
     def active(self) -> list[LayerEntry]:
         """Active entries, array order."""
-        return [e for e in self.entries if e.active]
+        return [e for e in self.entries if e.started and not e.disabled]
 
     def with_hook(self, name: str) -> list[LayerEntry]:
         """Active entries defining hook `name`, slot ascending, ties in array order."""
-        return [e for e in self.defining(name) if e.active]
+        return [e for e in self.defining(name) if e.started and not e.disabled]
 
     def defining(self, name: str) -> tuple[LayerEntry, ...]:
         """Entries defining hook `name` (active or not), slot ascending, ties in array order.
@@ -438,7 +436,7 @@ class LayerFrame:
             by_slot = self._hooked.get("")  # every entry, slot ascending (sorted once)
             if by_slot is None:
                 by_slot = self._hooked[""] = tuple(sorted(self.entries, key=_slot))
-            found = self._hooked[name] = tuple(e for e in by_slot if e.hook(name) is not None)
+            found = self._hooked[name] = tuple([e for e in by_slot if e.hooks.get(name) is not None])
         return found
 
     @property
@@ -473,7 +471,7 @@ class LayerFrame:
         for entry in self.owned:
             if entry.started or entry.disabled:
                 continue
-            if entry.hook("init") is None:
+            if entry.hooks.get("init") is None:
                 entry.started = True
             else:
                 pending.append(entry)
