@@ -504,7 +504,7 @@ def _serve_pin(
     """Serve a pin whatever happened to its layer: dropping it would move the prefix."""
     bands.anchor.extend(pin.items)
     bands.served.append(pin.served(layer_id))
-    churn = store.churn_of(layer_id)
+    churn = store.churn.get(layer_id) or store.churn_of(layer_id)
     served: Literal["fresh", "pinned"] = "fresh" if epoch.assemblies == 0 else "pinned"  # first render
     if fresh is None:
         if layer_id in placements:  # quiet this time, or moved live: withdraw the pinned block

@@ -45,6 +45,7 @@ from noetic.layers.frame import (
     report,
     run_hook,
     run_hooks,
+    slot_of,
 )
 from noetic.layers.overflow import SummaryMemory, summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
@@ -123,8 +124,8 @@ class LayerMemory:
         """Each layer's token budget for one step, by layer id (BG-1..BG-5). The split only
         changes with the layers (ids and budget specs) and the window, so it is remembered
         for them; the caller must not change the returned dict."""
-        specs = tuple(getattr(layer, "budget", "auto") for layer in layers)
-        key = (projection.token_budget, projection.response_reserve, system_tokens, *(x.id for x in layers))
+        specs = tuple([getattr(layer, "budget", "auto") for layer in layers])
+        key = (projection.token_budget, projection.response_reserve, system_tokens, *[x.id for x in layers])
         found = self.allocations.get(key)
         if found is not None and found[0] == specs:
             return found[1]
@@ -305,7 +306,7 @@ class LayeredCall:
         await self._band(self._instructions)
 
     async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
-        ordered = sorted(entries, key=lambda e: e.layer.slot)  # stable: ties keep array order
+        ordered = sorted(entries, key=slot_of)  # stable: ties keep array order
         cache = self._memory.recalls
         found: dict[str, LayerOutput] = {}
         called: list[LayerEntry] = []
