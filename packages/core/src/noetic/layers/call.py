@@ -37,6 +37,7 @@ from noetic.layers.anchoring import AnchorStore, BandedView, LayerOutput, band_o
 from noetic.layers.budgets import Projection, allocate_budgets
 from noetic.layers.contract import UNSET, CallResult, RecallResult
 from noetic.layers.frame import (
+    HookIndexes,
     LayerContext,
     LayerEntry,
     LayerFrame,
@@ -84,8 +85,8 @@ class RecallCache:
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring and recall caches,
     overflow summaries, token estimates of log items by id (items never change, so one
-    estimate each), each layer's last string render, the budget splits of layer sets and the
-    hook table of each layer object."""
+    estimate each), each layer's last string render, the budget splits of layer sets, the
+    hook table of each layer object and the hook index of each list of them."""
 
     anchors: AnchorStore
     recalls: RecallCache = field(default_factory=RecallCache)
@@ -94,6 +95,7 @@ class LayerMemory:
     renders: dict[str, LayerOutput] = field(default_factory=dict)
     allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = field(default_factory=dict)
     hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = field(default_factory=dict)
+    hook_indexes: HookIndexes = field(default_factory=dict)
 
     def render_text(self, layer_id: str, text: str) -> LayerOutput:
         """The output of a recall of `layer_id` that returned `text` (LY-3: one developer

@@ -144,6 +144,33 @@ def hook_table(layer: Any) -> dict[str, Callable[..., Any] | None]:
     return {name: _defined(layer, name) for name in HOOK_NAMES}
 
 
+#: A harness's hook indexes (`hook_index`): by the ids and slots of a list of layer objects,
+#: the objects (held, so no id is reused while remembered) and the index.
+HookIndexes = dict[tuple[Any, ...], tuple[tuple[Any, ...], Mapping[str, tuple[int, ...]]]]
+#: Hook indexes kept before the memo starts over.
+MAX_HOOK_INDEXES = 1_000
+
+
+def hook_index(memo: HookIndexes, entries: Sequence[LayerEntry]) -> Mapping[str, tuple[int, ...]]:
+    """For every hook name, the positions in `entries` of those defining it, slot ascending
+    (ties in list order). It depends only on the layer objects (their hooks are fixed once
+    they run, `hook_table`) and their slots, so it is worked out once per such list and
+    `memo`'d: a harness's frames repeat the same layers turn after turn."""
+    layers = tuple([e.layer for e in entries])
+    key = (tuple(map(id, layers)), tuple([layer.slot for layer in layers]))
+    found = memo.get(key)
+    if found is not None:
+        return found[1]
+    by_slot = sorted(range(len(entries)), key=lambda i: entries[i].layer.slot)  # stable
+    index = {
+        name: tuple([i for i in by_slot if entries[i].hooks.get(name) is not None]) for name in HOOK_NAMES
+    }
+    if len(memo) >= MAX_HOOK_INDEXES:
+        memo.clear()
+    memo[key] = (layers, index)
+    return index
+
+
 class LayerContext:
     """What a layer hook receives: this layer's `state` and `storage` on one execution.
 
@@ -383,6 +410,7 @@ class LayerFrame:
         "_closed",
         "_handles",
         "_hooked",
+        "_index",
         "_teardown",
         "_tools",
         "by_id",
@@ -414,6 +442,7 @@ class LayerFrame:
         self._tools: dict[str, Tool] | None = None
         self._handles: LayerHandles | None = None
         self._hooked: dict[str, tuple[LayerEntry, ...]] = {}
+        self._index: Mapping[str, tuple[int, ...]] | None = None
 
     def get(self, layer_id: str) -> LayerEntry | None:
         """The active entry of `layer_id`, or None."""
@@ -426,7 +455,8 @@ class LayerFrame:
 
     def with_hook(self, name: str) -> list[LayerEntry]:
         """Active entries defining hook `name`, slot ascending, ties in array order."""
-        return [e for e in self.defining(name) if e.started and not e.disabled]
+        found = self.defining(name)
+        return [e for e in found if e.started and not e.disabled] if found else []
 
     def defining(self, name: str) -> tuple[LayerEntry, ...]:
         """Entries defining hook `name` (active or not), slot ascending, ties in array order.
@@ -435,10 +465,13 @@ class LayerFrame:
         """
         found = self._hooked.get(name)
         if found is None:
-            by_slot = self._hooked.get("")  # every entry, slot ascending (sorted once)
-            if by_slot is None:
-                by_slot = self._hooked[""] = tuple(sorted(self.entries, key=slot_of))
-            found = self._hooked[name] = tuple([e for e in by_slot if e.hooks.get(name) is not None])
+            index = self._index
+            if index is None:
+                index = self._index = hook_index(
+                    self.ctx._exec.harness.layer_memory.hook_indexes, self.entries
+                )
+            positions = index[name]
+            found = self._hooked[name] = tuple(map(self.entries.__getitem__, positions)) if positions else ()
         return found
 
     @property
