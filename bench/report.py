@@ -64,7 +64,7 @@ METRICS: dict[str, Metric] = {
         "deltas/s",
         lambda r: r["deltas"] / r["seconds"],
         True,
-        500_000.0,
+        1_000_000.0,
         "{:,.0f}",
     ),
     "s3": Metric(
@@ -156,6 +156,10 @@ def _stat(results: list[dict[str, Any]], value: Callable[[dict[str, Any]], float
     return stat
 
 
+def _us_per_delta(result: dict[str, Any]) -> float:
+    return float(result["seconds"]) / result["deltas"] * 1e6
+
+
 def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     """{metric: {subject: Stat}} plus {"growth": {scenario: {size: Stat}}}."""
     samples: dict[str, list[dict[str, Any]]] = raw["samples"]
@@ -181,7 +185,39 @@ def summarise(raw: dict[str, Any]) -> dict[str, Any]:
     }
     if sessions:
         tables["sessions"] = sessions
+    sized: dict[str, dict[int, Stat]] = {}  # µs per delta of noetic's streams at each S2 size
+    for sample_key, results in samples.items():
+        if sample_key.startswith("s2size/"):
+            _, subject, size = sample_key.split("/")
+            sized.setdefault(subject, {})[int(size)] = _stat(results, _us_per_delta)
+    for subject, sizes in sized.items():  # the default size, from the S2 table's own samples
+        for result in samples.get(f"s2/{subject}", []):
+            if "deltas" in result:
+                sizes.setdefault(int(result["deltas"]), _stat(samples[f"s2/{subject}"], _us_per_delta))
+    if sized:
+        tables["s2size"] = sized
     return tables
+
+
+#: The item stream's per-delta cost, largest size over smallest, must stay at or under this.
+S2_FLATNESS_TARGET = 1.3
+
+
+def s2_size_rows(sized: dict[str, dict[int, Stat]]) -> list[list[str]]:
+    """One row per noetic stream: µs per delta at each S2 size, and the largest over the smallest."""
+    rows = []
+    for subject, sizes in sized.items():
+        cells = [f"{n:,}: {sizes[n].median:.2f}" if sizes[n].ok else f"{n:,}: failed" for n in sorted(sizes)]
+        flat = s2_flatness(sizes)
+        rows.append([subject, "; ".join(cells), "—" if flat is None else f"{flat:.2f}×"])
+    return rows
+
+
+def s2_flatness(sizes: dict[int, Stat]) -> float | None:
+    """The largest size's µs per delta over the smallest's (None unless both measured)."""
+    if len(sizes) < 2 or not (sizes[min(sizes)].ok and sizes[max(sizes)].ok):
+        return None
+    return sizes[max(sizes)].median / sizes[min(sizes)].median
 
 
 #: S3 at scale: the 10,000-run wall time over the 1,000-run one may be at most this (linear: 10).
@@ -352,6 +388,10 @@ def console(tables: dict[str, Any]) -> str:
         parts.append("\nnoetic growth scenarios (median µs per unit at each size; largest/smallest)")
         for name, unit, cells, spread in growth_rows(tables["growth"]):
             parts.append(f"  {name:<11} {unit:<20} {cells}   {spread}")
+    if "s2size" in tables:
+        parts.append("\nS2 per-delta cost by size (median µs per delta; largest/smallest)")
+        for subject, cells, spread in s2_size_rows(tables["s2size"]):
+            parts.append(f"  {subject:<14} {cells}   {spread}")
     return "\n".join(parts)
 
 
@@ -413,6 +453,7 @@ NOTES = """\
 - S1: 2,000 sequential runs after 20 warm-up runs; time per model round = total / 4,000.
 - S2: one run whose model streams 20,000 deltas of 4 characters, consumed through the
   framework's streaming API; every subject checks it saw all 20,000 deltas and the full text.
+  noetic's two streams also run at 2,000 and 200,000 deltas (the per-delta cost by size).
   The fake model never suspends between deltas (they arrive as fast as the framework takes them).
 - S3: 1,000 round trips started together (`asyncio.gather`) after 20 warm-up runs; wall time,
   and RSS growth of the worker process (peak RSS after the runs minus RSS before them).
@@ -440,8 +481,8 @@ NOTES = """\
   The harness keeps each thread's session (history, stream, last response), which S3's memory
   includes; `noetic-evict` keeps at most 1,000 idle ones.
   S2 reads `h.get_full_stream()` (row `noetic`); row `noetic-items` reads `h.get_item_stream()`,
-  whose in-progress snapshots carry the whole text so far (HA-5), so each snapshot costs more as
-  the text grows.
+  whose in-progress snapshots carry the whole text so far (HA-5); they share the deltas and join
+  the text only when read (ST-1), and the S2 consumer reads `is_complete` only.
 - pydantic-ai: `FunctionModel` (its own test double) with `async def` functions (a plain `def`
   would run in a worker thread). Its streamed response estimates tokens per delta, a small cost a
   real provider model does not pay. `stream_text(delta=True, debounce_by=None)`: the default
@@ -544,6 +585,16 @@ def markdown(raw: dict[str, Any], tables: dict[str, Any]) -> str:
                 ["S3 at scale: 10,000-run wall time ÷ 1,000-run", f"≤ {S3_SCALE_TARGET:.0f}×", ratio, met]
             )
     target_rows += s6_target_rows(tables.get("s6", {}))
+    flat = s2_flatness(tables.get("s2size", {}).get("noetic-items", {}))
+    if flat is not None:
+        target_rows.append(
+            [
+                "S2 item stream: µs per delta, largest size ÷ smallest",
+                f"≤ {S2_FLATNESS_TARGET:.1f}×",
+                f"{flat:.2f}×",
+                "met" if flat <= S2_FLATNESS_TARGET else "NOT met",
+            ]
+        )
     out += [_table(["scenario", "target", "noetic median (min–max)", ""], target_rows), ""]
     out += ["## Results", ""]
     for key, metric in METRICS.items():
@@ -587,6 +638,16 @@ def markdown(raw: dict[str, Any], tables: dict[str, Any]) -> str:
             _table(
                 ["scenario", "unit", "size: µs per unit", "largest / smallest"], growth_rows(tables["growth"])
             ),
+            "",
+        ]
+    if "s2size" in tables:
+        out += [
+            "### S2 per-delta cost by size",
+            "",
+            "Median µs per delta at each number of deltas; the last column is the largest size's cost "
+            "per delta over the smallest's (1× = linear in the deltas).",
+            "",
+            _table(["subject", "deltas: µs per delta", "largest / smallest"], s2_size_rows(tables["s2size"])),
             "",
         ]
     out += ["## Ratios", "", "![ratios](ratios.png)", "", NOTES]

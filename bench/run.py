@@ -36,6 +36,9 @@ S3_SUBJECTS = (*SUBJECTS, "noetic-evict")
 S2_SUBJECTS = ("noetic", "noetic-items", "pydantic-ai", "openai-agents", "langgraph", "limit")
 #: S5 (durable round trip): the peers with a durable setup on SQLite (the OpenAI Agents SDK has none).
 S5_SUBJECTS = ("noetic", "pydantic-ai", "langgraph", "limit")
+#: S2 at further sizes for noetic's two streams (key `s2size/{subject}/{size}`): the report's
+#: flatness rows compare their cost per delta with the default size's.
+S2_SIZES = {"noetic": (2_000, 200_000), "noetic-items": (2_000, 200_000)}
 #: What S4 times in a fresh interpreter for each subject (the modules its S1 program needs).
 IMPORTS = {
     "noetic": "import noetic",
@@ -150,6 +153,8 @@ def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
                 subjects = {"s2": S2_SUBJECTS, "s3": S3_SUBJECTS, "s5": S5_SUBJECTS}.get(scenario, SUBJECTS)
                 for name in rotate(subjects, rep):
                     record(f"{scenario}/{name}", worker(scenario, name))
+                    for size in S2_SIZES.get(name, ()) if scenario == "s2" else ():
+                        record(f"s2size/{name}/{size}", worker(scenario, name, str(size)))
     return samples
 
 

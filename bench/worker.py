@@ -4,11 +4,12 @@ Prints one JSON object on stdout. `run.py` starts one worker per measurement, so
 or framework shares a process (or its memory and import state) with another.
 
 - `s1 SUBJECT`: `S1_RUNS` sequential round trips after `WARMUP` untimed ones.
-- `s2 SUBJECT`: one streaming run of `S2_DELTAS` deltas after a short untimed one.
-- `s5 SUBJECT`: `S5_RUNS` sequential durable round trips on SQLite (`S5_SYNCHRONOUS`) after
-  `S5_WARMUP` untimed ones, each subject with its own durable setup (`subjects/durable_*.py`).
+- `s2 SUBJECT [SIZE]`: one streaming run of `SIZE` (default `S2_DELTAS`) deltas after a short
+  untimed one.
 - `s3 SUBJECT [RUNS]`: `RUNS` (default `S3_RUNS`) concurrent round trips; RSS before and after
   in this process.
+- `s5 SUBJECT`: `S5_RUNS` sequential durable round trips on SQLite (`S5_SYNCHRONOUS`) after
+  `S5_WARMUP` untimed ones, each subject with its own durable setup (`subjects/durable_*.py`).
 - `growth SCENARIO SIZE`: one noetic growth scenario at one size (see `growth.py`).
 - `sessions MODE THREADS`: a harness serving `THREADS` one-turn threads (see `sessions_growth.py`).
 - `s6 VARIANT`: S1 through context layers, anchoring on (`subjects/noetic_layers_subject.py`).
@@ -84,17 +85,17 @@ async def s1(subject: Any) -> dict[str, Any]:
     return {"seconds": seconds, "cpu_seconds": cpu, "runs": S1_RUNS, "rounds": 2 * S1_RUNS}
 
 
-async def s2(subject: Any, items: bool) -> dict[str, Any]:
+async def s2(subject: Any, items: bool, size: int = S2_DELTAS) -> dict[str, Any]:
     from subjects.common import delta_chunks
 
     stream = subject.stream_items if items else subject.stream
     await stream(delta_chunks(100))
-    chunks = delta_chunks(S2_DELTAS)
+    chunks = delta_chunks(size)
     gc.collect()
     cpu, started = time.process_time(), time.perf_counter()
     seen, text = await stream(chunks)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-    if seen != S2_DELTAS or text != "".join(chunks):
+    if seen != size or text != "".join(chunks):
         raise AssertionError(f"saw {seen} deltas and {len(text)} characters")
     return {"seconds": seconds, "cpu_seconds": cpu, "deltas": seen}
 
@@ -165,7 +166,8 @@ def main(argv: list[str]) -> dict[str, Any]:
     if scenario == "s1":
         return asyncio.run(s1(subject))
     if scenario == "s2":
-        return asyncio.run(s2(subject, items=argv[1] == "noetic-items"))
+        size = int(argv[2]) if len(argv) > 2 else S2_DELTAS
+        return asyncio.run(s2(subject, items=argv[1] == "noetic-items", size=size))
     if scenario == "s3":
         return asyncio.run(s3(subject, int(argv[2]) if len(argv) > 2 else S3_RUNS))
     raise SystemExit(f"unknown scenario {scenario!r}")

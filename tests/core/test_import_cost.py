@@ -30,6 +30,8 @@ DEFERRED = (
     "noetic.durable.claims",
     "noetic.durable.fingerprint",
     "sqlite3",
+    "noetic.layers.anchoring",  # prompt-cache anchoring: only a call with layers needs it
+    "logging",  # the core logs only on unusual paths (noetic.logs)
     "noetic.cli",  # the command line and its terminal rendering
     "noetic.plugin_commands",
     "rich",
@@ -123,3 +125,41 @@ def test_deferred_features_work_on_first_use(tmp_path: object) -> None:
         """
     )
     assert out.strip() == "{'n': 42}"
+
+
+def test_anchoring_is_imported_when_a_call_has_layers() -> None:
+    # A harness without layers never builds its anchoring store; the first call with a layer
+    # imports it, pins the layer's render and reports the epoch in the call's usage (whose
+    # models are built on that first use).
+    out = _run(
+        """
+        import sys
+        import anyio
+        import noetic
+        import noetic as nt
+        from noetic.testing import ScriptedModel, text_reply
+
+        class Notes:
+            id = "notes"
+            slot = 100
+
+            async def recall(self, ctx, budget):
+                return "Remember the notes."
+
+        async def main() -> None:
+            bare = nt.call_model("bare")
+            async with nt.AgentHarness("plain", agent_graph=bare, model=ScriptedModel([text_reply("a")])) as h:
+                await h.run("hi")
+            assert "noetic.layers.anchoring" not in sys.modules
+            # nor were the validators of the layer-usage snapshot built (nobody read one)
+            assert not noetic.usage.LastLayerUsage.__pydantic_complete__
+            layered = nt.call_model("layered", layers=[Notes()])
+            async with nt.AgentHarness("layered", agent_graph=layered, model=ScriptedModel([text_reply("b")])) as h:
+                usage = (await h.run("hi")).last_layer_usage
+            assert "noetic.layers.anchoring" in sys.modules
+            print([entry.layer_id for entry in usage.layers], usage.epoch is not None)
+
+        anyio.run(main)
+        """
+    )
+    assert out.strip() == "['notes'] True"

@@ -194,4 +194,6 @@ async def test_an_evicted_thread_comes_back_from_postgres_with_its_history(datab
         await h.run("what is my name?", thread_id="ada")
         seen = [item_text(item) for item in model.calls[-1].items]
         assert seen == ["my name is Ada", "my name is Ada", "what is my name?"]
-        assert await store.get(history_key("ada")) is None
+        await h.wait_background()  # evicted again: the record holds both turns
+        record = await store.get(history_key("ada"))
+        assert record is not None and record.count('"role":"user"') == 2

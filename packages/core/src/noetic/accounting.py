@@ -17,19 +17,19 @@ it, as the OpenRouter adapter does — should report `cost=None` and hold it the
 
 from __future__ import annotations
 
-import logging
 import math
 from decimal import Decimal
 from typing import Any
 
 from noetic.errors import NoeticError
 from noetic.execution_context import to_decimal
+from noetic.logs import logger
 from noetic.model import ModelResponse
 from noetic.usage import RoundUsage
 
 __all__ = ["accept_cost", "accept_hold", "accept_round", "accept_settlement", "accept_usage", "usable_amount"]
 
-log = logging.getLogger("noetic.accounting")
+log = logger("noetic.accounting")
 
 _ZERO = to_decimal(None)
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")

@@ -26,7 +26,6 @@ is aborted. Values are validated against the channel schema on every send; a bad
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 import anyio
 
 from noetic.errors import NoeticConfigError, NoeticError
+from noetic.logs import logger
 from noetic.schema import Schema, SchemaError
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ __all__ = ["Channel", "ChannelHandle", "ChannelHub", "ChannelMode", "ChannelStor
 
 T = TypeVar("T")
 ChannelMode = Literal["queue", "value", "topic"]
-log = logging.getLogger("noetic.channels")
+log = logger("noetic.channels")
 #: How many closed execution ids the hub remembers, so a late handle reports `closed`.
 _CLOSED_MEMORY = 4096
 #: How many executions that have not started yet may hold channels opened by a handle; past it
@@ -137,7 +137,7 @@ class _Subscription:
             self.wake = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class _State:
     buffer: deque[Any] = field(default_factory=deque)
     receivers: deque[_Waiter] = field(default_factory=deque)

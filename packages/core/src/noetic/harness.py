@@ -15,7 +15,6 @@ that entered it: the block's own exception is what the caller sees.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -24,9 +23,9 @@ from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+# `anyio.lowlevel` (a checkpoint) is only reached inside a running event loop, whose backend
+# has imported it by then; `import noetic` leaves it (and `anyio.abc`) unloaded.
 import anyio
-import anyio.abc
-import anyio.lowlevel
 
 from noetic.channels import Channel, ChannelHandle, ChannelHub
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
@@ -34,12 +33,13 @@ from noetic.execution_context import Context
 from noetic.ids import new_item_id
 from noetic.inspect_sink import EventSink, inspect_url
 from noetic.items import Item, ItemLog, is_item, user_message
-from noetic.layers.anchoring import AnchorStore, ContextCacheConfig
 from noetic.layers.budgets import Projection
+from noetic.layers.cache_config import ContextCacheConfig
 from noetic.layers.call import LayerMemory
 from noetic.layers.checkpoint_state import CheckpointLayerStateStore
 from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
+from noetic.logs import logger
 from noetic.model import ModelAdapter
 from noetic.runtime import Execution
 from noetic.sessions import EvictionPolicy, SessionTable
@@ -51,6 +51,8 @@ from noetic.tools import Tool
 from noetic.usage import LastLayerUsage, RoundUsage
 
 if TYPE_CHECKING:
+    import anyio.abc
+    import anyio.lowlevel
     from opentelemetry.context import Context as OtelContext
     from opentelemetry.trace import TracerProvider
 
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentHarness", "HarnessConfig", "HarnessResponse"]
 
-log = logging.getLogger("noetic.harness")
+log = logger("noetic.harness")
 DEFAULT_THREAD = "default"
 T = TypeVar("T")
 #: Seconds a background job (cost reconciliation) may run after its caller is gone.
@@ -172,6 +174,7 @@ class _Session:
         "queue",
         "restore_pending",
         "running",
+        "stored",
         "stream",
         "thread_id",
     )
@@ -190,6 +193,9 @@ class _Session:
         self.leaving = False
         #: Set when the thread may have a history in storage to read back before its first turn.
         self.restore_pending = False
+        #: The log and its length when the thread's stored history was last written or read
+        #: (`noetic.sessions`): a different pair means the store lags behind.
+        self.stored: tuple[ItemLog, int] | None = None
 
 
 class AgentHarness(Generic[OutT]):
@@ -218,9 +224,10 @@ class AgentHarness(Generic[OutT]):
     message content in them.
     Idle threads' sessions are evicted from memory under `max_idle_sessions` (a count; the
     default `"auto"` keeps 10,000 idle sessions with `storage=` and every one without) and
-    `session_idle_timeout` (seconds; default None, no age bound). With `storage=` an evicted
-    thread's history is written to the store and read back on its next turn; without it the
-    history is lost. See `noetic.sessions` (SE-1..SE-4).
+    `session_idle_timeout` (seconds; default None, no age bound). With `storage=` a thread's
+    history is written to the store when it is evicted and when the harness exits, and read
+    back on its next turn in any harness on that store; without it an evicted thread's history
+    is lost. See `noetic.sessions` (SE-1..SE-4).
     """
 
     def __init__(
@@ -272,7 +279,7 @@ class AgentHarness(Generic[OutT]):
         #: Where layer state persists between executions (LY-14, LY-16); any `LayerStateStore`.
         self.layer_store: LayerStateStore = _layer_store(layer_store, storage, self._checkpoint_store)
         #: Prompt-cache anchoring and eventual-recall memory, kept across turns.
-        self.layer_memory = LayerMemory(AnchorStore(ContextCacheConfig.of(context_cache)))
+        self.layer_memory = LayerMemory(ContextCacheConfig.of(context_cache))
         #: The projection policy of model steps that set none (BG-5).
         self.projection = Projection.of(projection)
         self.storage = storage
@@ -321,7 +328,7 @@ class AgentHarness(Generic[OutT]):
     @property
     def cache_control(self) -> bool:
         """Whether prompt-cache anchoring is on (requests then carry `cache_control`)."""
-        return self.layer_memory.anchors.config.enabled
+        return self.layer_memory.config.enabled
 
     @property
     def plugin_manager(self) -> NoeticPluginManager:
@@ -450,6 +457,7 @@ class AgentHarness(Generic[OutT]):
             with anyio.CancelScope(shield=True):
                 self._stop_workers("the harness is shutting down")
                 await self._settle_background()
+                await self._sessions.save_all()  # the threads' histories, for the next harness
                 # Background jobs have ended (finished or cancelled): their HTTP clients can go.
                 await self._close_adapters()
                 if self._owns_store and self._store is not None:
@@ -916,10 +924,13 @@ class AgentHarness(Generic[OutT]):
         if session.last_error is not None:
             raise session.last_error
         if session.last_response is None:
+            evicts = self._sessions.policy.evicts
             raise NoeticConfigError(
                 "NO_STEP_CONFIGURED",
-                f"thread {session.thread_id!r} has not run a turn yet",
-                hint="Call execute() or run() before get_agent_response().",
+                f"thread {session.thread_id!r} has not run a turn yet"
+                + (" in this session: it may have been evicted since its last turn" if evicts else ""),
+                hint="Call execute() or run() before get_agent_response()"
+                + (", or keep the response run() returns (SE-4)." if evicts else "."),
             )
         return session.last_response
 

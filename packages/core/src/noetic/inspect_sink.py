@@ -13,7 +13,6 @@ machine. Written on the standard library (urllib, threading): the core takes no 
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from collections import deque
@@ -23,11 +22,12 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel
 
 from noetic.errors import NoeticConfigError
+from noetic.logs import logger
 from noetic.streams import StreamEvent
 
 __all__ = ["QUEUE", "EventSink", "inspect_url"]
 
-log = logging.getLogger("noetic.inspect")
+log = logger("noetic.inspect")
 
 #: Events waiting to be sent, at most.
 QUEUE = 10_000

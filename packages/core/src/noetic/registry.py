@@ -15,17 +15,17 @@ first time the name is resolved.
 from __future__ import annotations
 
 import importlib
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from noetic.errors import NoeticConfigError
+from noetic.logs import logger
 
 __all__ = ["Register", "Registration", "Registries", "Registry", "import_target"]
 
 T = TypeVar("T")
-log = logging.getLogger("noetic.plugins")
+log = logger("noetic.plugins")
 
 
 class Register(Protocol):

@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Execution", "RuntimeBilling"]
 
-_TEXT_DELTA = "response.output_text.delta"
-_REASONING_DELTA = "response.reasoning_text.delta"
 #: Builds a `StreamEvent` from a `(source, type, data)` tuple without the Python-level call of
 #: the named tuple's own `__new__` (an event is made for every step, round, call and item).
 _event = tuple.__new__
@@ -149,10 +147,10 @@ class Execution:
         else:  # an event that cannot end the turn: no turn-end check
             self._stream.deliver(record)
 
-    def publish_delta(self, delta: TextDelta | ReasoningDelta) -> None:
-        """Publish a model delta on the full stream."""
-        kind = _TEXT_DELTA if type(delta) is TextDelta else _REASONING_DELTA
-        self._stream.deliver(StreamEvent("sdk", kind, delta))
+    @property
+    def publish_delta(self) -> Callable[[TextDelta | ReasoningDelta], None]:
+        """Publish a model delta on the full stream (the stream's own method: one call a delta)."""
+        return self._stream.publish_delta
 
     def watch_log(self, ctx: Context) -> None:
         """Publish `item_appended` for every item appended to `ctx.item_log`."""

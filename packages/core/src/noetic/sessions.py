@@ -16,12 +16,15 @@ stream; only idle sessions are evicted (SE-1). Channels belong to executions and
 their turn ends, and background jobs (cost reconciliation) hold their execution, not the
 session, so neither keeps a session.
 
-With `storage=`, evicting a session writes its history to the checkpoint store as one record
-at `thread:{thread_id}:history` (split into parts when large) and only then drops it from
-memory; the thread's next turn reads that record back, so the model sees every earlier
-message, and deletes it (SE-2). A harness on the same store in another process picks the
-record up the same way. A write that fails keeps the session in memory (logged), so no
-history is lost. Without `storage=` an evicted thread's history is gone: its next turn starts
+With `storage=`, a thread's history is written to the checkpoint store as one record at
+`thread:{thread_id}:history` (split into parts when large) when its session is evicted — and
+only then is the session dropped from memory — and, for every session whose history changed
+since, when the harness exits. The thread's first turn in a harness reads that record back, so
+the model sees every earlier message (SE-2); the record stays until a newer one replaces it.
+A harness on the same store in another process, or the next run of the program, picks the
+record up the same way. A write that fails on eviction keeps the session in memory (logged),
+so no history is lost; a process killed between two writes loses the turns since the last
+one from the thread's history (their executions stay in the store). Without `storage=` an evicted thread's history is gone: its next turn starts
 from an empty history (SE-3) — which is why `"auto"` never evicts without storage.
 
 What eviction always drops: the last response (`get_agent_response` on an evicted thread
@@ -31,7 +34,6 @@ stream iterator made before the eviction and first read after it ends at once (S
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections import OrderedDict, deque
@@ -42,6 +44,7 @@ from urllib.parse import quote
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import ItemLog
+from noetic.logs import logger
 
 if TYPE_CHECKING:
     from noetic.durable.items import Declarations
@@ -56,7 +59,7 @@ __all__ = [
     "history_key",
 ]
 
-log = logging.getLogger("noetic.sessions")
+log = logger("noetic.sessions")
 
 #: Idle sessions kept in memory by default when the harness has `storage=`.
 DEFAULT_MAX_IDLE_SESSIONS = 10_000
@@ -278,21 +281,16 @@ class SessionTable:
             for leaving in batch.values():
                 self._keep(leaving.session, exc.message)
             return
-        stale: list[str] = []
         for leaving in batch.values():
             session = leaving.session
             session.leaving = False
+            session.stored = (leaving.log, leaving.length)
             if _is_idle(session) and leaving.unchanged():
                 self._drop(session)
-            else:  # a turn ran while its history was written: the record is stale, it stays
-                stale.extend(leaving.rows)
+            else:  # a turn ran while its history was written: the session stays, the record
+                # (a prefix of its history) is replaced by the next write
                 self._idle[session.thread_id] = time.monotonic()
                 self._idle.move_to_end(session.thread_id)
-        if stale:
-            try:
-                await store.write({}, stale)
-            except NoeticError as exc:
-                log.warning("stale thread histories could not be deleted (%s): %s", exc.message, stale)
 
     def _keep(self, session: _Session, why: str) -> None:
         """A session whose history could not be written stays in memory, idle again."""
@@ -301,8 +299,8 @@ class SessionTable:
         self._idle[session.thread_id] = time.monotonic()
 
     async def restore(self, session: _Session) -> None:
-        """Read the thread's evicted history back into its session (SE-2), then delete the
-        record; a damaged record raises `CHECKPOINT_CORRUPT` and stays for the next try."""
+        """Read the thread's stored history back into its session (SE-2); the record stays
+        until a newer one replaces it. A damaged record raises `CHECKPOINT_CORRUPT`."""
         store = self._store()
         if store is None:
             session.restore_pending = False
@@ -313,8 +311,38 @@ class SessionTable:
             rows = await store.get_many(keys)
             items = _load_history(key, rows, session.thread_id, self._declarations())
             session.log = ItemLog([*items, *session.log.items])
-            await store.write({}, keys)
+        session.stored = (session.log, len(session.log))
         session.restore_pending = False
+
+    async def save_all(self) -> None:
+        """Write the history of every session in memory that changed since its record was
+        written or read (the harness is leaving: the next one starts from these, SE-2). A
+        failed write is logged; the histories of that batch stay as they were in the store."""
+        store = self._store() if self._durable else None
+        if store is None:
+            return
+        changed = [
+            session
+            for session in self._live.values()
+            if not session.restore_pending and session.stored != (session.log, len(session.log))
+        ]
+        for start in range(0, len(changed), _BATCH):
+            rows: dict[str, str] = {}
+            saved: list[tuple[_Session, ItemLog, int]] = []
+            for session in changed[start : start + _BATCH]:
+                try:
+                    rows.update(_history_rows(session))
+                except (TypeError, ValueError) as exc:
+                    log.warning("thread %r: its history is not JSON, not saved: %s", session.thread_id, exc)
+                    continue
+                saved.append((session, session.log, len(session.log)))
+            try:
+                await store.write(rows)
+            except NoeticError as exc:
+                log.warning("%d thread histories could not be saved: %s", len(saved), exc.message)
+                continue
+            for session, item_log, length in saved:
+                session.stored = (item_log, length)
 
 
 class _Leaving:

@@ -19,14 +19,25 @@ from typing import Any, Literal, NamedTuple
 import anyio
 
 from noetic.custom_items import CustomItem, CustomItemEvent
-from noetic.items import Item, MessageItem, OutputText
-from noetic.model import TextDelta
+from noetic.items import Item
+from noetic.model import ReasoningDelta, TextDelta
+from noetic.snapshots import TextSoFar
 
-__all__ = ["TURN_END_EVENTS", "StreamEvent", "Subscription", "TurnStream", "items_from_events"]
+__all__ = ["DELTA_BATCH", "TURN_END_EVENTS", "StreamEvent", "Subscription", "TurnStream", "items_from_events"]
 
 #: Event names (after the `{name}:` prefix) that end a turn.
 TURN_END_EVENTS = frozenset({"turn_completed", "turn_failed", "turn_aborted"})
 _BUFFER = 10_000
+#: The full-stream event type of each model delta.
+_DELTA_TYPES: dict[type, str] = {
+    TextDelta: "response.output_text.delta",
+    ReasoningDelta: "response.reasoning_text.delta",
+}
+_new_tuple = tuple.__new__
+#: A model step lets the event loop run after this many deltas in a row (ST-2): a model stream
+#: that never suspends (an in-memory adapter, a burst already buffered) would otherwise run
+#: to its end before any subscriber read a delta, holding every event of the round in memory.
+DELTA_BATCH = 1024
 
 
 class StreamEvent(NamedTuple):
@@ -108,9 +119,29 @@ class TurnStream:
         self._buffer = deque(maxlen=_BUFFER)
         self.active = True
 
+    def publish_delta(self, delta: TextDelta | ReasoningDelta) -> None:
+        """Publish one model delta (`source="sdk"`): the per-delta path, kept to one call.
+
+        The event tuple is made with `tuple.__new__` (the named tuple's own `__new__` is a
+        Python function: a second call per delta), and delivery is `deliver` inlined.
+        """
+        event = _new_tuple(StreamEvent, ("sdk", _DELTA_TYPES[type(delta)], delta))
+        buffer = self._buffer
+        if buffer is not None:  # None only between turns, when no delta is published
+            buffer.append(event)
+        if self.tap is not None:
+            self.tap(event)
+        for sub in self._subscribers:
+            sub.pending.append(event)
+            wake = sub.wake
+            if wake is not None:
+                sub.wake = None
+                wake.set()
+
     def deliver(self, event: StreamEvent) -> None:
-        """Deliver one event that cannot end the turn (a model delta) to the buffer and every
-        subscriber; a waiting subscriber is woken once."""
+        """Deliver one event that cannot end the turn to the buffer and every subscriber; a
+        waiting subscriber is woken once (`publish` also ends the turn's buffering on a turn-end
+        event)."""
         buffer = self._buffer
         if buffer is not None:
             buffer.append(event)
@@ -158,21 +189,19 @@ async def items_from_events(events: AsyncIterator[StreamEvent]) -> AsyncIterator
     """Item snapshots from full-stream events (HA-5).
 
     Appended items arrive complete; streaming assistant text arrives as in-progress message
-    snapshots carrying the text so far; custom-item events arrive as in-progress custom items
+    snapshots carrying the text so far (`noetic.snapshots`: each costs O(1) to make, whatever
+    the length so far, and keeps its own text); custom-item events arrive as in-progress custom items
     whose `.event` is the latest payload. A later snapshot with the same id replaces earlier ones.
     """
-    texts: dict[str, str] = {}
+    texts: dict[str, TextSoFar] = {}
     async for event in events:
         data = event.data
         if event.source == "sdk":
             if type(data) is TextDelta and data.item_id is not None:
-                text = texts[data.item_id] = texts.get(data.item_id, "") + data.text
-                yield MessageItem(
-                    id=data.item_id,
-                    status="in_progress",
-                    role="assistant",
-                    content=[OutputText(text=text)],
-                )
+                text = texts.get(data.item_id)
+                if text is None:
+                    text = texts[data.item_id] = TextSoFar(data.item_id)
+                yield text.add(data.text)  # O(1): the text is joined when read (ST-1)
         elif event.type.endswith(":item_appended"):
             item = data["item"]
             texts.pop(item.id, None)

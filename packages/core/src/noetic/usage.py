@@ -33,6 +33,13 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+class _BuiltOnFirstUse(_Frozen):
+    """The layer-usage snapshot: made only when someone reads it (and for calls with layers),
+    so its validators are built then rather than at `import noetic`."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+
 class TokenUsage(_Frozen):
     """Tokens accumulated over an execution (TU-1).
 
@@ -80,7 +87,7 @@ class StepMeta(_Frozen):
     decision: DecisionMeta | None = None
 
 
-class LayerUsageEntry(_Frozen):
+class LayerUsageEntry(_BuiltOnFirstUse):
     """One context layer's share of the last assembled view (LU-2)."""
 
     layer_id: str
@@ -93,7 +100,7 @@ class LayerUsageEntry(_Frozen):
     rebill_tokens: int = 0
 
 
-class EpochUsage(_Frozen):
+class EpochUsage(_BuiltOnFirstUse):
     """Prompt-cache anchoring state behind the most recent assembly (LU-3)."""
 
     id: str
@@ -104,7 +111,7 @@ class EpochUsage(_Frozen):
     reanchor_reason: ReanchorReason | None = None
 
 
-class LastLayerUsage(_Frozen):
+class LastLayerUsage(_BuiltOnFirstUse):
     """How the most recent model call decomposed the context window (LU-1)."""
 
     execution_id: str

@@ -178,11 +178,24 @@ def _totals(rows: list[StepTrace]) -> Totals:
     )
 
 
-def _start_order(row: StepTrace) -> tuple[datetime, int]:
-    """When a step started (a parent starts before its children; a tie goes to the parent)."""
-    return datetime.fromisoformat(row.completed_at) - timedelta(milliseconds=row.duration_ms), row.path.count(
-        "/"
-    )
+def _started(row: StepTrace) -> datetime:
+    return datetime.fromisoformat(row.completed_at) - timedelta(milliseconds=row.duration_ms)
+
+
+def _in_start_order(rows: list[StepTrace]) -> list[StepTrace]:
+    """Steps by when they started, each parent before its children.
+
+    A start is derived from two clocks (a wall-clock completion minus a monotonic duration), so
+    a child that started microseconds after its parent can appear to start first. A step is
+    therefore placed at the earliest start of itself and everything below it, and a tie goes
+    to the shallower step: that is never later than any of its descendants.
+    """
+    started = {row.path: _started(row) for row in rows}
+    earliest = dict(started)
+    for path, start in started.items():
+        for ancestor in _ancestors(path) & earliest.keys():
+            earliest[ancestor] = min(earliest[ancestor], start)
+    return sorted(rows, key=lambda row: (earliest[row.path], row.path.count("/")))
 
 
 def _ancestors(path: str) -> set[str]:
@@ -255,7 +268,7 @@ async def load_execution(store: ReadOnlyStore, execution_id: str) -> ExecutionDe
             items.extend(dump_item(item) for item in recovered.items)
     steps = [
         {**row.model_dump(mode="json"), "replayed": row.attempt < snap.attempt, "depth": row.path.count("/")}
-        for row in sorted(rows, key=_start_order)
+        for row in _in_start_order(rows)
     ]
     graph, problem = None, None
     if snap.workflow is not None:

@@ -6,16 +6,16 @@
   the checkpoint-store backed one.
 - `frame`, `runtime` — the lifecycle runner (init, teardown, spawn boundaries, cancel).
 - `provides` — `ctx.context[layer_id]` handles and the `"{layer_id}/{fn}"` tools.
-- `budgets`, `view`, `overflow`, `anchoring`, `call` — budgets, view assembly, the overflow
-  modes and prompt-cache anchoring.
+- `budgets`, `view`, `overflow`, `cache_config`, `anchoring`, `call` — budgets, view assembly,
+  the overflow modes and prompt-cache anchoring (imported once a call has layers).
 - `pipelines`, `steering` — `on_item_append` / `project_history`, and the model and tool
   guards `after_model_call` / `before_tool_call`.
 - `usage`, `report`, `command` — the `LastLayerUsage` snapshot, its table and `noetic context`.
 - `with_context` — the step that adds layers for its child.
 """
 
-from noetic.layers.anchoring import ContextCacheConfig
 from noetic.layers.budgets import DEFAULT_PROJECTION, BudgetAllocation, Projection, allocate_budgets
+from noetic.layers.cache_config import ContextCacheConfig
 from noetic.layers.checkpoint_state import CheckpointLayerStateStore
 from noetic.layers.contract import (
     CLEAR,

@@ -35,13 +35,10 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.alias_generators import to_camel
-
-from noetic.errors import NoeticConfigError
 from noetic.items import Item, MessageItem, developer_message
+from noetic.layers.cache_config import ContextCacheConfig
 from noetic.tokens import estimate_item_tokens, estimate_items
 from noetic.usage import EpochUsage, ReanchorReason, RoundUsage
 
@@ -62,45 +59,6 @@ RenderDelta: TypeAlias = Callable[[str, tuple[Item, ...], tuple[Item, ...]], Awa
 MAX_CONSECUTIVE_MISSES = 3
 #: Lineages remembered per harness; the least recently used is forgotten first.
 MAX_LINEAGES = 256
-
-
-class ContextCacheConfig(BaseModel):
-    """Anchoring settings (`AgentHarness(context_cache=...)`, a dict or an instance; AN-9).
-
-    `min_pressure_tokens` keeps small contexts from re-anchoring on the fixed cost of the
-    update wrapper: updates count as pressure only above both it and the fraction.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-    enabled: bool = True
-    min_cached_tokens: int = 100
-    min_epoch_assemblies: int = 2
-    max_epoch_assemblies: int = 50
-    delta_budget_fraction: float = 0.15
-    auto_demote_churn: float = 0.5
-    auto_promote_churn: float = 0.2
-    min_churn_samples: int = 3
-    churn_decay: float = 0.5
-    min_pressure_tokens: int = 256
-
-    @classmethod
-    def of(cls, value: ContextCacheConfig | Mapping[str, Any] | None) -> ContextCacheConfig:
-        """The config for a harness `context_cache=` value (None: the defaults)."""
-        if value is None:
-            return cls()
-        if isinstance(value, ContextCacheConfig):
-            return value
-        try:
-            return cls.model_validate(
-                dict(value) if isinstance(value, Mapping) else value, from_attributes=True
-            )
-        except ValidationError as exc:
-            raise NoeticConfigError(
-                "INVALID_CONTEXT_CACHE",
-                f"context_cache is not valid: {exc.errors(include_url=False)}",
-                hint="Use e.g. context_cache={'enabled': False} or ContextCacheConfig(max_epoch_assemblies=20).",
-            ) from None
 
 
 def lineage_key(depth: int, thread_id: str, execution_id: str) -> str:
@@ -350,6 +308,9 @@ class ServeInfo:
     rebill_tokens: float
 
 
+_FRESH_ANCHOR = ServeInfo("anchor", "fresh", False, 0.0, 0.0)
+
+
 @dataclass(frozen=True, slots=True)
 class BandedView:
     """The layer part of one assembly: bands, updates, what each layer served, the epoch."""
@@ -361,6 +322,10 @@ class BandedView:
     info: Mapping[str, ServeInfo]
     epoch: EpochUsage | None
     key: str | None
+
+    def info_of(self, layer_id: str) -> ServeInfo:
+        """How `layer_id` was served (a layer with no record counts as a fresh anchor)."""
+        return self.info.get(layer_id, _FRESH_ANCHOR)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,6 @@ from noetic.items import (
     developer_message,
     parse_item,
 )
-from noetic.layers.anchoring import AnchorStore, BandedView, LayerOutput, band_outputs, lineage_key
 from noetic.layers.budgets import Projection, allocate_budgets
 from noetic.layers.contract import UNSET, CallResult, RecallResult
 from noetic.layers.frame import (
@@ -56,13 +55,15 @@ from noetic.tokens import estimate_item_tokens, estimate_text
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
+    from noetic.layers.anchoring import AnchorStore, BandedView, LayerOutput
+    from noetic.layers.cache_config import ContextCacheConfig
     from noetic.model import ModelAdapter, ToolDefinition
     from noetic.usage import LastLayerUsage, RoundUsage
 
 __all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class RecallCache:
     """Recall output of `recall_mode="eventual"` layers, kept until their `store` changes state."""
 
@@ -81,14 +82,18 @@ class RecallCache:
         self.outputs.pop(key, None)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class LayerMemory:
-    """What a harness remembers about its layers across turns: anchoring and recall caches,
-    overflow summaries, token estimates of log items by id (items never change, so one
-    estimate each), each layer's last string render, the budget splits of layer sets, the
-    hook table of each layer object and the hook index of each list of them."""
+    """What a harness remembers about its layers across turns: anchoring (under `config`) and
+    recall caches, overflow summaries, token estimates of log items by id (items never change,
+    so one estimate each), each layer's last string render, the budget splits of layer sets,
+    the hook table of each layer object and the hook index of each list of them.
 
-    anchors: AnchorStore
+    The anchoring store is built on first use: a harness whose calls never have layers never
+    imports `noetic.layers.anchoring`."""
+
+    config: ContextCacheConfig
+    _anchors: AnchorStore | None = field(default=None, init=False, repr=False)
     recalls: RecallCache = field(default_factory=RecallCache)
     summaries: SummaryMemory = field(default_factory=SummaryMemory)
     tokens: dict[str, int] = field(default_factory=dict)
@@ -96,6 +101,21 @@ class LayerMemory:
     allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = field(default_factory=dict)
     hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = field(default_factory=dict)
     hook_indexes: HookIndexes = field(default_factory=dict)
+
+    @property
+    def anchors(self) -> AnchorStore:
+        """The anchoring memory (epochs per lineage, churn per layer), built on first use."""
+        anchors = self._anchors
+        if anchors is None:
+            from noetic.layers.anchoring import AnchorStore
+
+            anchors = self._anchors = AnchorStore(self.config)
+        return anchors
+
+    def forget_lineage(self, key: str) -> None:
+        """Drop the anchoring state of lineage `key` (a finished child execution)."""
+        if self._anchors is not None:
+            self._anchors.drop(key)
 
     def render_text(self, layer_id: str, text: str) -> LayerOutput:
         """The output of a recall of `layer_id` that returned `text` (LY-3: one developer
@@ -107,6 +127,8 @@ class LayerMemory:
             return last
         if len(self.renders) >= MAX_MEMOIZED_ITEMS:
             self.renders.clear()
+        from noetic.layers.anchoring import LayerOutput
+
         output = LayerOutput(layer_id, (developer_message(text),), estimate_text(text), text=text)
         self.renders[layer_id] = output
         return output
@@ -276,6 +298,8 @@ class LayeredCall:
             layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...]
         ) -> str | None:
             return await self._render_delta(layer_id, previous, current, budgets.get(layer_id, 0))
+
+        from noetic.layers.anchoring import band_outputs, lineage_key
 
         self._instructions = instructions
         self.banded = banded = await band_outputs(
@@ -498,4 +522,6 @@ def _output(entry: LayerEntry, value: Any, memory: LayerMemory) -> LayerOutput |
     mutated = value.state is not UNSET
     if mutated:
         entry.set_state(value.state)
+    from noetic.layers.anchoring import LayerOutput
+
     return LayerOutput(entry.id, items, int(value.token_count), mutated_state=mutated)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import logging
 import math
 import operator
 import time
@@ -29,6 +28,7 @@ import anyio
 from noetic.errors import NoeticError
 from noetic.layers.contract import CLEAR, DEFAULT_TIMEOUTS, HOOK_NAMES, UNSET, Outcome
 from noetic.layers.storage import ScopedStorage
+from noetic.logs import logger
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LayerContext", "LayerEntry", "LayerFrame", "commit_state", "report", "run_hook", "run_hooks"]
 
-log = logging.getLogger("noetic.layers")
+log = logger("noetic.layers")
 #: The storage key every layer's state is written through to.
 STATE_KEY = "state"
 

@@ -23,7 +23,6 @@ Neither mode ever writes the log (IL-1): they shape one request.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from noetic.items import (
     user_message,
 )
 from noetic.layers.frame import is_cancellation
+from noetic.logs import logger
 from noetic.model import ModelRequest, ModelResponse
 from noetic.tokens import CHARS_PER_TOKEN
 
@@ -58,7 +58,7 @@ __all__ = [
     "truncate_history",
 ]
 
-log = logging.getLogger("noetic.layers")
+log = logger("noetic.layers")
 
 #: Characters of an item's text that `truncate` always keeps.
 TRUNCATE_FLOOR_CHARS = 200
@@ -134,7 +134,7 @@ def _text_of(item: Item) -> str | None:
 # --- summarize -----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class SummaryMemory:
     """Summaries already written, by the id of the last item each one covers."""
 

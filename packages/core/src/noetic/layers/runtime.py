@@ -198,7 +198,7 @@ class ChildLayers:
             await _close(self.frame, error)
         finally:
             ctx = self.frame.ctx
-            self.runtime.memory.anchors.drop(f"x:{ctx.id}")
+            self.runtime.memory.forget_lineage(f"x:{ctx.id}")
 
 
 class LayerRuntime:

@@ -11,16 +11,17 @@ sum of the layer tokens and the three buckets.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from noetic.items import Item
-from noetic.layers.anchoring import BandedView, ServeInfo
 from noetic.model import ToolDefinition
 from noetic.tokens import estimate_items, estimate_text, estimate_tool
 from noetic.usage import LastLayerUsage, LayerUsageEntry
 
-__all__ = ["layered_usage", "window_usage", "with_layers"]
+if TYPE_CHECKING:  # only a call with layers has a banded view: anchoring is loaded by then
+    from noetic.layers.anchoring import BandedView
 
-_FRESH_ANCHOR = ServeInfo("anchor", "fresh", False, 0.0, 0.0)
+__all__ = ["layered_usage", "window_usage", "with_layers"]
 
 
 def window_usage(
@@ -48,7 +49,7 @@ def with_layers(base: LastLayerUsage, banded: BandedView) -> LastLayerUsage:
     """`base` (buckets only) completed with the layers and epoch of `banded`."""
     entries = []
     for output in banded.served:
-        info = banded.info.get(output.layer_id, _FRESH_ANCHOR)
+        info = banded.info_of(output.layer_id)
         entries.append(
             LayerUsageEntry(
                 layer_id=output.layer_id,

@@ -16,11 +16,12 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
-import anyio.lowlevel
+import anyio
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
+    import anyio.lowlevel
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
     from opentelemetry.trace import Span, Tracer

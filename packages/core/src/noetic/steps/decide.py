@@ -24,12 +24,14 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from anyio.lowlevel import checkpoint
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import to_decimal
 from noetic.items import MessageItem, Refusal, user_message
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError
 from noetic.steps.base import Step
+from noetic.streams import DELTA_BATCH
 from noetic.usage import DecisionMeta, StepMeta
 
 if TYPE_CHECKING:
@@ -225,11 +227,16 @@ class Decide(Step):
         run = ctx._exec
         run.emit("model_call_started", {"step_id": self.id, "model_id": request.model_id, "round": 0})
         response: ModelResponse | None = None
+        unread = 0  # deltas since the consumers last had a chance to run (ST-2)
         with ctx.abortable():  # the model stream is Noetic's own wait (CTX-13)
             async with aclosing(adapter.stream(request, cancel=ctx)) as stream:  # type: ignore[type-var]
                 async for event in stream:
                     if type(event) is TextDelta or type(event) is ReasoningDelta:
                         run.publish_delta(event)
+                        unread += 1
+                        if unread == DELTA_BATCH:
+                            unread = 0
+                            await checkpoint()
                     elif isinstance(event, ModelResponse):
                         response = event
         if response is None:

@@ -26,6 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
+from anyio.lowlevel import checkpoint
 from noetic.accounting import accept_round
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import to_decimal
@@ -40,6 +41,7 @@ from noetic.layers.usage import window_usage
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import OutT, Step
+from noetic.streams import DELTA_BATCH
 from noetic.tools import Tool, cancelled_output, error_output, run_tool_call
 from noetic.usage import RoundUsage, StepMeta, add_optional
 
@@ -344,6 +346,7 @@ class CallModel(Step[OutT]):
         run.emit("model_call_started", {"step_id": self.id, "model_id": request.model_id, "round": round_no})
         response: ModelResponse | None = None
         publish = run.publish_delta
+        unread = 0  # deltas since the consumers last had a chance to run
         # The stream is Noetic's own wait: aborting the context cuts it (CTX-13).
         with ctx.abortable():
             stream = adapter.stream(request, cancel=ctx)
@@ -351,6 +354,10 @@ class CallModel(Step[OutT]):
                 async for event in stream:
                     if type(event) is TextDelta or type(event) is ReasoningDelta:
                         publish(event)
+                        unread += 1
+                        if unread == DELTA_BATCH:  # ST-2
+                            unread = 0
+                            await checkpoint()
                     elif isinstance(event, ModelResponse):
                         response = event
             finally:  # what `contextlib.aclosing` does, without its two extra awaits per round
