@@ -34,6 +34,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal, TypeAlias
 
 from noetic.items import Item, MessageItem, developer_message
@@ -101,8 +102,10 @@ class Pin:
 
     @classmethod
     def of(cls, output: LayerOutput) -> Pin:
-        """The render of `output`."""
-        return cls(output.items, output.token_count, output.text)
+        """The render of `output` (which it serves as is, unless the recall committed state)."""
+        return cls(
+            output.items, output.token_count, output.text, None, None if output.mutated_state else output
+        )
 
     def served(self, layer_id: str) -> LayerOutput:
         """The pin as the output `layer_id` served (made once per pin)."""
@@ -466,7 +469,7 @@ def _serve_pin(
     """Serve a pin whatever happened to its layer: dropping it would move the prefix."""
     bands.anchor.extend(pin.items)
     bands.served.append(pin.served(layer_id))
-    churn = store.churn_of(layer_id)
+    churn = store.churn.get(layer_id) or store.churn_of(layer_id)
     served: Literal["fresh", "pinned"] = "fresh" if epoch.assemblies == 0 else "pinned"  # first render
     if fresh is None:
         if layer_id in placements:  # quiet this time, or moved live: withdraw the pinned block
@@ -481,7 +484,16 @@ def _serve_pin(
             churn.rebill_tokens += epoch.anchor_tokens
     if changed:
         bands.stale.append(_Stale(layer_id, "replace", pin.items, fresh.items))
-    bands.info[layer_id] = ServeInfo("anchor", served, changed, churn.rate, churn.rebill_tokens)
+    bands.info[layer_id] = _serve_info("anchor", served, changed, churn.rate, churn.rebill_tokens)
+
+
+@lru_cache(maxsize=1024)
+def _serve_info(
+    placement: Band, served: Literal["fresh", "pinned"], changed: bool, churn_rate: float, rebill: float
+) -> ServeInfo:
+    """The `ServeInfo` of these figures, made once: a layer whose figures repeat (most do,
+    assembly after assembly) shares one frozen record instead of building it again."""
+    return ServeInfo(placement, served, changed, churn_rate, rebill)
 
 
 # --- the update message --------------------------------------------------------------------

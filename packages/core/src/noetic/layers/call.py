@@ -36,6 +36,7 @@ from noetic.items import (
 from noetic.layers.budgets import Projection, allocate_budgets
 from noetic.layers.contract import UNSET, CallResult, RecallResult
 from noetic.layers.frame import (
+    HookIndexes,
     LayerContext,
     LayerEntry,
     LayerFrame,
@@ -44,6 +45,7 @@ from noetic.layers.frame import (
     report,
     run_hook,
     run_hooks,
+    slot_of,
 )
 from noetic.layers.overflow import SummaryMemory, summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
@@ -84,8 +86,8 @@ class RecallCache:
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring (under `config`) and
     recall caches, overflow summaries, token estimates of log items by id (items never change,
-    so one estimate each), each layer's last string render, the budget splits of layer sets and
-    the hook table of each layer object.
+    so one estimate each), each layer's last string render, the budget splits of layer sets,
+    the hook table of each layer object and the hook index of each list of them.
 
     The anchoring store is built on first use: a harness whose calls never have layers never
     imports `noetic.layers.anchoring`."""
@@ -98,6 +100,7 @@ class LayerMemory:
     renders: dict[str, LayerOutput] = field(default_factory=dict)
     allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = field(default_factory=dict)
     hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = field(default_factory=dict)
+    hook_indexes: HookIndexes = field(default_factory=dict)
 
     @property
     def anchors(self) -> AnchorStore:
@@ -145,8 +148,8 @@ class LayerMemory:
         """Each layer's token budget for one step, by layer id (BG-1..BG-5). The split only
         changes with the layers (ids and budget specs) and the window, so it is remembered
         for them; the caller must not change the returned dict."""
-        specs = tuple(getattr(layer, "budget", "auto") for layer in layers)
-        key = (projection.token_budget, projection.response_reserve, system_tokens, *(x.id for x in layers))
+        specs = tuple([getattr(layer, "budget", "auto") for layer in layers])
+        key = (projection.token_budget, projection.response_reserve, system_tokens, *[x.id for x in layers])
         found = self.allocations.get(key)
         if found is not None and found[0] == specs:
             return found[1]
@@ -329,13 +332,13 @@ class LayeredCall:
         await self._band(self._instructions)
 
     async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
-        ordered = sorted(entries, key=lambda e: e.layer.slot)  # stable: ties keep array order
+        ordered = sorted(entries, key=slot_of)  # stable: ties keep array order
         cache = self._memory.recalls
         found: dict[str, LayerOutput] = {}
         called: list[LayerEntry] = []
         eventual: set[str] = set()
         for entry in ordered:
-            if entry.hook("recall") is None:
+            if entry.hooks.get("recall") is None:
                 continue
             if getattr(entry.layer, "recall_mode", "atomic") == "eventual":
                 eventual.add(entry.id)
@@ -473,7 +476,7 @@ class LayeredCall:
 
     async def store(self, result: CallResult) -> None:
         """Run every active layer's `store` concurrently, all-settled (LY-7)."""
-        entries = [e for e in self.frame.active() if e.hook("store") is not None]
+        entries = [e for e in self.frame.active() if e.hooks.get("store") is not None]
         if not entries:
             return
         recalls = self._memory.recalls

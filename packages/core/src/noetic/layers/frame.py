@@ -17,8 +17,10 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import operator
 import time
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -71,8 +73,8 @@ class LayerEntry:
         self.layer = layer
         #: The layer id.
         self.id: str = layer.id
-        #: The layer's hooks by name, looked up once (`hook_table`); None: looked up per call.
-        self.hooks = hooks
+        #: The layer's hooks by name (None where it defines none), looked up once (`hook_table`).
+        self.hooks = hook_table(layer) if hooks is None else hooks
         self.storage = storage
         self.state = state
         self.started = started
@@ -101,9 +103,7 @@ class LayerEntry:
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The layer's hook `name`, or None when it does not define it."""
         hooks = self.hooks
-        if hooks is not None and name in hooks:
-            return hooks[name]
-        return _defined(self.layer, name)
+        return hooks[name] if name in hooks else _defined(self.layer, name)
 
     def timeout(self, name: str) -> float:
         """Seconds the hook `name` may run (LY-12 defaults, overridden by `layer.timeouts`)."""
@@ -142,6 +142,33 @@ def hook_table(layer: Any) -> dict[str, Callable[..., Any] | None]:
     """Every hook of `layer` by name (None where it defines none), looked up once: a layer's
     hooks are fixed once it runs, so the runtime need not look them up on every call."""
     return {name: _defined(layer, name) for name in HOOK_NAMES}
+
+
+#: A harness's hook indexes (`hook_index`): by the ids and slots of a list of layer objects,
+#: the objects (held, so no id is reused while remembered) and the index.
+HookIndexes = dict[tuple[Any, ...], tuple[tuple[Any, ...], Mapping[str, tuple[int, ...]]]]
+#: Hook indexes kept before the memo starts over.
+MAX_HOOK_INDEXES = 1_000
+
+
+def hook_index(memo: HookIndexes, entries: Sequence[LayerEntry]) -> Mapping[str, tuple[int, ...]]:
+    """For every hook name, the positions in `entries` of those defining it, slot ascending
+    (ties in list order). It depends only on the layer objects (their hooks are fixed once
+    they run, `hook_table`) and their slots, so it is worked out once per such list and
+    `memo`'d: a harness's frames repeat the same layers turn after turn."""
+    layers = tuple([e.layer for e in entries])
+    key = (tuple(map(id, layers)), tuple([layer.slot for layer in layers]))
+    found = memo.get(key)
+    if found is not None:
+        return found[1]
+    by_slot = sorted(range(len(entries)), key=lambda i: entries[i].layer.slot)  # stable
+    index = {
+        name: tuple([i for i in by_slot if entries[i].hooks.get(name) is not None]) for name in HOOK_NAMES
+    }
+    if len(memo) >= MAX_HOOK_INDEXES:
+        memo.clear()
+    memo[key] = (layers, index)
+    return index
 
 
 class LayerContext:
@@ -273,13 +300,14 @@ async def run_hooks(
 
 async def _timed_call(scope: anyio.CancelScope, entry: LayerEntry, name: str, args: tuple[Any, ...]) -> Any:
     """One hook call inside `scope` (see `run_hooks`): the deadline is set only if it suspends."""
-    hook = entry.hook(name)
+    hook = entry.hooks[name]
     assert hook is not None
     started = time.monotonic()
     value = hook(*args)
-    if not inspect.isawaitable(value):
+    coroutine = type(value) is CoroutineType  # most hooks are `async def`: no further test
+    if not coroutine and not inspect.isawaitable(value):
         return value
-    if inspect.iscoroutine(value):
+    if coroutine:
         try:
             trap = value.send(None)
         except StopIteration as finished:
@@ -333,9 +361,8 @@ def _takes_argument(fn: Callable[..., Any]) -> bool:
     return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
-def _slot(entry: LayerEntry) -> float:
-    slot: float = entry.layer.slot
-    return slot
+#: An entry's slot, the sort key of every slot-ordered pass (read in C, not a Python call).
+slot_of: Callable[[LayerEntry], float] = operator.attrgetter("layer.slot")
 
 
 def commit_state(entry: LayerEntry, ctx: Context, value: Any) -> None:
@@ -383,6 +410,7 @@ class LayerFrame:
         "_closed",
         "_handles",
         "_hooked",
+        "_index",
         "_teardown",
         "_tools",
         "by_id",
@@ -414,6 +442,7 @@ class LayerFrame:
         self._tools: dict[str, Tool] | None = None
         self._handles: LayerHandles | None = None
         self._hooked: dict[str, tuple[LayerEntry, ...]] = {}
+        self._index: Mapping[str, tuple[int, ...]] | None = None
 
     def get(self, layer_id: str) -> LayerEntry | None:
         """The active entry of `layer_id`, or None."""
@@ -422,11 +451,12 @@ class LayerFrame:
 
     def active(self) -> list[LayerEntry]:
         """Active entries, array order."""
-        return [e for e in self.entries if e.active]
+        return [e for e in self.entries if e.started and not e.disabled]
 
     def with_hook(self, name: str) -> list[LayerEntry]:
         """Active entries defining hook `name`, slot ascending, ties in array order."""
-        return [e for e in self.defining(name) if e.active]
+        found = self.defining(name)
+        return [e for e in found if e.started and not e.disabled] if found else []
 
     def defining(self, name: str) -> tuple[LayerEntry, ...]:
         """Entries defining hook `name` (active or not), slot ascending, ties in array order.
@@ -435,10 +465,13 @@ class LayerFrame:
         """
         found = self._hooked.get(name)
         if found is None:
-            by_slot = self._hooked.get("")  # every entry, slot ascending (sorted once)
-            if by_slot is None:
-                by_slot = self._hooked[""] = tuple(sorted(self.entries, key=_slot))
-            found = self._hooked[name] = tuple(e for e in by_slot if e.hook(name) is not None)
+            index = self._index
+            if index is None:
+                index = self._index = hook_index(
+                    self.ctx._exec.harness.layer_memory.hook_indexes, self.entries
+                )
+            positions = index[name]
+            found = self._hooked[name] = tuple(map(self.entries.__getitem__, positions)) if positions else ()
         return found
 
     @property
@@ -473,7 +506,7 @@ class LayerFrame:
         for entry in self.owned:
             if entry.started or entry.disabled:
                 continue
-            if entry.hook("init") is None:
+            if entry.hooks.get("init") is None:
                 entry.started = True
             else:
                 pending.append(entry)
@@ -485,15 +518,19 @@ class LayerFrame:
     async def flush(self) -> None:
         """Write changed durable state of every entry through to storage."""
         for entry in self.entries:
-            await entry.flush()
+            if entry.dirty:
+                await entry.flush()
 
     def quiet(self) -> bool:
         """Whether `teardown` has nothing to do: done already, or no owned entry with a
         teardown hook to call or state to write."""
         if self._closed:
             return True
-        if self._teardown is not None or any(e.dirty for e in self.owned):
+        if self._teardown is not None:
             return False
+        for entry in self.owned:
+            if entry.dirty:
+                return False
         hooked = (*self.defining("on_complete"), *self.defining("dispose"))
         return not any(e.active and e in self.owned for e in hooked)
 

@@ -236,13 +236,21 @@ class LayerRuntime:
     def _entries(self, layers: tuple[Any, ...], ctx: Context) -> list[LayerEntry]:
         entries = []
         store, memory = self.store, self.memory
+        keys: dict[str, str] = {}  # most layers share a scope: its key is worked out once
         for layer in layers:
             scope = getattr(layer, "scope", "thread")
-            storage = ScopedStorage(store, layer.id, scope_key(scope, ctx))
-            started = getattr(layer, "init", None) is None
+            key = keys.get(scope)
+            if key is None:
+                key = keys[scope] = scope_key(scope, ctx)
             hooks = memory.hooks(layer)
             entries.append(
-                LayerEntry(layer, storage, started=started, durable=scope != "execution", hooks=hooks)
+                LayerEntry(
+                    layer,
+                    ScopedStorage(store, layer.id, key),
+                    started=hooks["init"] is None,
+                    durable=scope != "execution",
+                    hooks=hooks,
+                )
             )
         return entries
 
