@@ -32,9 +32,6 @@ instructions. Parts:
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +39,8 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+
+from cachegrind import instructions  # noqa: E402  (bench/ is on the path only now)
 
 Undo = list[Callable[[], None]]
 
@@ -178,13 +177,7 @@ async def _round_trips(part: str, runs: int) -> None:
 
 
 def _instructions(part: str, runs: int) -> int:
-    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-    command += [sys.executable, __file__, "--inner", part, str(runs)]
-    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"))
-    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"cachegrind gave no count for {part}: {done.stderr[-400:]}")
-    return int(found.group(1).replace(",", ""))
+    return instructions(__file__, "--inner", part, str(runs))
 
 
 def main(parts: list[str]) -> None:

@@ -11,14 +11,13 @@ its S1 round trip 20 and 220 times under cachegrind; the difference over 200 is 
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+
+from cachegrind import instructions  # noqa: E402  (bench/ is on the path only now)
 
 
 async def _round_trips(variant: str, runs: int) -> None:
@@ -30,13 +29,7 @@ async def _round_trips(variant: str, runs: int) -> None:
 
 
 def _instructions(variant: str, runs: int) -> int:
-    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-    command += [sys.executable, __file__, "--inner", variant, str(runs)]
-    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"))
-    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"cachegrind gave no count for {variant}: {done.stderr[-400:]}")
-    return int(found.group(1).replace(",", ""))
+    return instructions(__file__, "--inner", variant, str(runs))
 
 
 def main(variants: list[str]) -> None:
