@@ -25,14 +25,13 @@ import logging
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 import psycopg
-from noetic.durable.store import corrupt, execution_locked
+from noetic.durable.store import execution_locked, row_checksum, verified_row
 from noetic.errors import NoeticConfigError, NoeticError
 from psycopg import conninfo
 from psycopg_pool import ConnectionPool
@@ -204,9 +203,7 @@ class PostgresCheckpointStore:
             ).fetchall()
             found: dict[str, str] = {}
             for key, value, crc in rows:
-                if not isinstance(value, str) or zlib.crc32(value.encode()) != crc:
-                    raise corrupt(key, "its text does not match its checksum")
-                found[key] = value
+                found[key] = verified_row(key, value, crc)
             return found
 
         return await self._call(read)
@@ -244,7 +241,7 @@ class PostgresCheckpointStore:
         """Apply `sets` and `deletes` in one transaction."""
         keys = list(sets)
         values = [sets[key] for key in keys]
-        crcs = [zlib.crc32(value.encode()) for value in values]
+        crcs = [row_checksum(value) for value in values]
         gone = list(deletes)
 
         def transact(conn: psycopg.Connection[Any]) -> None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 from urllib.parse import parse_qs, urlsplit
@@ -38,7 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 
 from noetic.durable.claims import ClaimTable, FileClaimTable, HeldClaim
-from noetic.durable.store import corrupt
+from noetic.durable.store import corrupt, row_checksum, verified_row
 from noetic.errors import NoeticConfigError, NoeticError
 
 __all__ = ["SqliteCheckpointStore", "sqlite_store_from_url"]
@@ -204,9 +203,7 @@ class SqliteCheckpointStore:
                 for key, value, crc in conn.execute(
                     f"SELECT key, value, crc FROM noetic_rows WHERE key IN ({marks})", chunk
                 ):
-                    if not isinstance(value, str) or zlib.crc32(value.encode()) != crc:
-                        raise corrupt(key, "its text does not match its checksum")
-                    found[key] = value
+                    found[key] = verified_row(key, value, crc)
             return found
 
         return await self._call(read)
@@ -236,7 +233,7 @@ class SqliteCheckpointStore:
 
     async def write(self, sets: Mapping[str, str], deletes: Sequence[str] = ()) -> None:
         """Apply `sets` and `deletes` in one `BEGIN IMMEDIATE` transaction (rolled back on error)."""
-        rows = [(key, value, zlib.crc32(value.encode())) for key, value in sets.items()]
+        rows = [(key, value, row_checksum(value)) for key, value in sets.items()]
         gone = [(key,) for key in deletes]
         size = sum(len(value) for value in sets.values()) + 64 * len(gone)
         if self._write_inline(rows, gone, size):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote
@@ -47,6 +48,8 @@ __all__ = [
     "execution_locked",
     "execution_prefix",
     "nesting_exceeds",
+    "row_checksum",
+    "verified_row",
 ]
 
 
@@ -179,6 +182,18 @@ def corrupt(key: str, why: str, *, execution_id: str | None = None) -> NoeticErr
         "continue from bad data; clear_checkpoint() the execution and run it again",
         **details,
     )
+
+
+def row_checksum(value: str) -> int:
+    """The checksum a store keeps beside each row (CRC-32 of its UTF-8 text)."""
+    return zlib.crc32(value.encode())
+
+
+def verified_row(key: str, value: Any, checksum: int) -> str:
+    """A row's text as read back, checked against its checksum (`CHECKPOINT_CORRUPT` if not)."""
+    if not isinstance(value, str) or row_checksum(value) != checksum:
+        raise corrupt(key, "its text does not match its checksum")
+    return value
 
 
 def describe_error(exc: BaseException) -> str:
