@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from noetic.plugins import NoeticPluginManager
@@ -40,9 +40,11 @@ def _plugins(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([info.__dict__ for info in report], indent=2))
         return status
-    from noetic.console import console_for, plugins_view
+    from noetic.console import console_for, natural_width, plugins_table, plugins_view
 
     console = console_for(sys.stdout)
+    if not console.is_terminal:  # a pipe or a file: rows as long as they need, no word folded
+        console = console_for(sys.stdout, width=max(console.width, natural_width(plugins_table(report))))
     console.print(plugins_view(report, console.width))
     return status
 
@@ -138,6 +140,30 @@ def _one_line(exc: BaseException) -> str:
     return terminal_safe(text, multiline=False)
 
 
+def _print_version() -> int:
+    """`noetic --version`: print the installed noetic-core version."""
+    from importlib.metadata import version
+
+    print(f"noetic {version('noetic-core')}")
+    return 0
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Print a warning as one `noetic: warning: ...` line: a user of the command needs the
+    message (which plugin was skipped and why), not the file and line that raised it."""
+    from noetic.terminal_safe import terminal_safe
+
+    text = terminal_safe(str(message), multiline=False)
+    print(f"noetic: warning: {text}", file=sys.stderr if file is None else file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status.
 
@@ -146,8 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     `NOETIC_DEBUG=1` shows its traceback.
     """
     import os
+    import warnings
 
-    from noetic.errors import NoeticConfigError
+    from noetic.errors import NoeticError
     from noetic.plugins import make_plugin_manager
 
     for stream in (sys.stdout, sys.stderr):
@@ -155,8 +182,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:  # text a terminal cannot encode is escaped, not an error
             reconfigure(errors="backslashreplace")
     arguments = list(sys.argv[1:] if argv is None else argv)
-    pm = make_plugin_manager()
-    parser, names = _parser(pm)
+    if arguments == ["--version"]:  # answered before loading any plugin: it needs none of them
+        return _print_version()
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:  # a broken plugin under NOETIC_STRICT_PLUGINS=1 is an error line, not a traceback
+            pm = make_plugin_manager()
+            parser, names = _parser(pm)
+        except NoeticError as exc:
+            if os.environ.get("NOETIC_DEBUG"):
+                raise
+            print(f"error: {_one_line(exc)}", file=sys.stderr)
+            return 2
+        return _dispatch(arguments, pm, parser, names)
+
+
+def _dispatch(
+    arguments: list[str], pm: NoeticPluginManager, parser: argparse.ArgumentParser, names: set[str]
+) -> int:
+    """Parse `arguments` and run the chosen subcommand under the CLI's error handling."""
+    import os
+
+    from noetic.errors import NoeticConfigError, NoeticError
+
     typed = next((arg for arg in arguments if not arg.startswith("-")), None)
     if typed is not None:
         from noetic.plugin_commands import explain_unknown_command
@@ -169,10 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown and not getattr(args, "takes_any_arguments", False):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.version:
-        import noetic
-
-        print(f"noetic {noetic.__version__}")
-        return 0
+        return _print_version()
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
@@ -187,8 +232,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("NOETIC_DEBUG"):
             raise
         print(f"error: {_one_line(exc)}", file=sys.stderr)
-        from noetic.errors import NoeticError
-
         return 1 if isinstance(exc, NoeticError) and not isinstance(exc, NoeticConfigError) else 2
 
 

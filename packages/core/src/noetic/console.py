@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rich import box
 from rich.console import Console, Group, RenderableType
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from noetic.plugins import PluginInfo
     from noetic.usage import LastLayerUsage
 
-__all__ = ["console_for", "layer_usage_view", "plugins_table", "plugins_view", "safe_text"]
+__all__ = ["console_for", "layer_usage_view", "natural_width", "plugins_table", "plugins_view", "safe_text"]
 
 
 def safe_text(value: object) -> str:
@@ -50,6 +51,16 @@ def console_for(out: TextIO, *, width: int | None = None, terminal: bool | None 
         markup=False,
         soft_wrap=False,
     )
+
+
+def natural_width(renderable: RenderableType) -> int:
+    """The columns `renderable` takes when nothing has to wrap (for output to a pipe or a file,
+    where no terminal width applies and a folded word would break `grep`)."""
+    console = Console(width=10_000, file=open(os.devnull, "w"))  # noqa: SIM115 - closed below
+    try:
+        return Measurement.get(console, console.options, renderable).maximum
+    finally:
+        console.file.close()
 
 
 #: Below this width tables give way to layouts that read well in a narrow terminal.
