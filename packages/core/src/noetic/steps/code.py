@@ -1,9 +1,18 @@
-"""`run_code`: a step whose body is your function (plain, async, generator or async generator)."""
+"""`run_code`: a step whose body is your function (plain, async, generator or async generator).
+
+A plain function runs on the event loop's thread, like any synchronous code in an async
+program: while it runs, nothing else in the process does. `in_thread=True` runs it in a worker
+thread instead (`anyio.to_thread`), so a blocking body (a `time.sleep`, a blocking client call)
+does not hold up the other turns.
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
 
 from noetic.custom_items import current_dispatch, drain
 from noetic.errors import NoeticConfigError, NoeticError
@@ -24,10 +33,14 @@ class RunCode(Step):
     step output. Aborting the context never interrupts the body (CTX-17): its own awaits run
     on, Noetic's waits inside it (`ctx.recv`, a nested model call) fail with `cancelled`, and
     whatever it returns after the abort is discarded for `cancelled`. No retry runs after abort.
+
+    With `in_thread=True` a plain body runs in a worker thread. A thread cannot be interrupted:
+    a cancellation from outside (a deadline around `run`, Ctrl-C, harness shutdown) ends the
+    step at once and leaves the body running in its thread to its end, its result discarded.
     """
 
     kind = "run_code"
-    __slots__ = ("_with_ctx", "execute", "retry")
+    __slots__ = ("_with_ctx", "execute", "in_thread", "retry")
 
     def __init__(
         self,
@@ -37,6 +50,7 @@ class RunCode(Step):
         retry: int = 0,
         custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
         emit_items: Any = None,
+        in_thread: bool = False,
     ):
         if not callable(execute):
             raise NoeticConfigError(
@@ -50,9 +64,22 @@ class RunCode(Step):
                 f"run_code {id!r}: retry must be a non-negative int, got {retry!r}",
                 hint="Pass retry=0 (no retries) or a small positive number.",
             )
+        if not isinstance(in_thread, bool):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"run_code {id!r}: in_thread must be True or False, got {in_thread!r}",
+                hint="Pass in_thread=True to run a blocking plain function in a worker thread.",
+            )
+        if in_thread and _not_plain(execute):
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"run_code {id!r}: in_thread=True needs a plain function, got an async or generator one",
+                hint="An async body already lets other turns run while it awaits: drop in_thread=True.",
+            )
         super().__init__(id, custom_items=custom_items, emit_items=emit_items)
         self.execute = execute
         self.retry = retry
+        self.in_thread = in_thread
         self._with_ctx = takes_ctx(execute)
 
     async def run(self, input: Any, ctx: Context) -> Any:
@@ -75,9 +102,20 @@ class RunCode(Step):
             attempt += 1
 
     async def _attempt(self, input: Any, ctx: Context) -> Any:
+        if self.in_thread:
+            args = (input, ctx) if self._with_ctx else (input,)
+            return await anyio.to_thread.run_sync(self.execute, *args, abandon_on_cancel=True)
         dispatch = current_dispatch(self)
         result = self.execute(input, ctx) if self._with_ctx else self.execute(input)
         return await drain(result, dispatch.event if dispatch is not None else None)
+
+
+def _not_plain(fn: Callable[..., Any]) -> bool:
+    """True for an async function, a generator function or an async generator function (or a
+    callable object whose `__call__` is one)."""
+    checks = (inspect.iscoroutinefunction, inspect.isgeneratorfunction, inspect.isasyncgenfunction)
+    targets = (fn, getattr(fn, "__call__", None))
+    return any(check(target) for target in targets if target is not None for check in checks)
 
 
 def run_code(
@@ -87,6 +125,10 @@ def run_code(
     retry: int = 0,
     custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
     emit_items: Any = None,
+    in_thread: bool = False,
 ) -> RunCode:
-    """A step that runs `execute(input, ctx)` and returns its result."""
-    return RunCode(id, execute, retry=retry, custom_items=custom_items, emit_items=emit_items)
+    """A step that runs `execute(input, ctx)` and returns its result (in a worker thread when
+    `in_thread=True`: for a plain function that blocks)."""
+    return RunCode(
+        id, execute, retry=retry, custom_items=custom_items, emit_items=emit_items, in_thread=in_thread
+    )
