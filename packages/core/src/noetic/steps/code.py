@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
-
 from noetic.custom_items import current_dispatch, drain
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.steps.base import Step, takes_ctx
@@ -114,8 +113,8 @@ def _not_plain(fn: Callable[..., Any]) -> bool:
     """True for an async function, a generator function or an async generator function (or a
     callable object whose `__call__` is one)."""
     checks = (inspect.iscoroutinefunction, inspect.isgeneratorfunction, inspect.isasyncgenfunction)
-    targets = (fn, getattr(fn, "__call__", None))
-    return any(check(target) for target in targets if target is not None for check in checks)
+    targets = (fn, type(fn).__call__)
+    return any(check(target) for target in targets for check in checks)
 
 
 def run_code(
