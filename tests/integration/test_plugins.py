@@ -110,9 +110,9 @@ def test_a_working_test_distribution_registers_a_model_adapter(
             register("fake", "noetic.testing.scripted:scripted_model_factory")
     """
     path = plugin_dist("noetic-fake-test", version="0.0.1", source=source)
-    code = "from noetic.plugins import make_plugin_manager; print(make_plugin_manager().registries.model_adapters.resolve('fake')('x').model_id)"
+    code = "from noetic.plugins import make_plugin_manager; print(make_plugin_manager().registries.model_adapters.resolve('fake')('echo').model_id)"
     result = run_python(code, path)
-    assert result.stdout.strip() == "scripted:x", result.stderr
+    assert result.stdout.strip() == "scripted:echo", result.stderr
 
 
 class _Plugin:

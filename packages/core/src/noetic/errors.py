@@ -118,6 +118,9 @@ CONFIG_CODES = frozenset(
         "INVALID_FS_ROOT",
         "TURN_NOT_FINISHED",
         "INVALID_INPUT",
+        "INVALID_SNAPSHOT",
+        "INVALID_HARNESS_OPTION",
+        "UNKNOWN_MODEL",
         # noetic-durable-dbos: the throwaway PostgreSQL server of tests and benchmarks
         "POSTGRES_NOT_INSTALLED",
         "POSTGRES_FAILED",

@@ -316,12 +316,14 @@ class AgentHarness(Generic[OutT]):
         self._worker_scopes: set[anyio.CancelScope] = set()
         #: Seconds leaving the `async with` block waits for background jobs (cost
         #: reconciliation) before cancelling them; a cancelled job's hold stays on `held_cost`.
-        self.background_grace = background_grace
+        self.background_grace = _grace(background_grace)
         #: Background jobs cancelled at exit because they outlived `background_grace`.
         self.unfinished_background_jobs = 0
         from noetic.tracing import Tracing  # OpenTelemetry is imported with the first harness
 
-        self._tracing = Tracing(tracer_provider, enabled=tracing, content=trace_content)
+        self._tracing = Tracing(
+            tracer_provider, enabled=_flag("tracing", tracing), content=_flag("trace_content", trace_content)
+        )
 
     # --- configuration ----------------------------------------------------------------------
 
@@ -1019,9 +1021,26 @@ class AgentHarness(Generic[OutT]):
         store = self._checkpoint_store()
         if store is None:
             raise self._no_store("clear_checkpoint")
+        if self._runs_here(execution_id):  # the store's claim would blame "another process"
+            raise NoeticError(
+                "EXECUTION_LOCKED",
+                f"execution {execution_id!r} is running in this harness: wait for its turn to end "
+                "(or harness.abort() its thread), then clear its checkpoint",
+                execution_id=execution_id,
+            )
         from noetic.durable.recorder import clear
 
         await clear(store, execution_id)
+
+    def _runs_here(self, execution_id: str) -> bool:
+        """Whether a turn of this harness is running or queued for `execution_id`."""
+        for session in self._sessions.values():
+            current = session.current
+            if current is not None and current.id == execution_id:
+                return True
+            if any(ticket.execution_id == execution_id for ticket in session.queue):
+                return True
+        return False
 
     def _no_store(self, what: str) -> NoeticConfigError:
         return NoeticConfigError(
@@ -1097,6 +1116,30 @@ def _durability(durability: Any) -> Durability:
     from noetic.durable.recorder import durability_of
 
     return durability_of(durability)
+
+
+def _grace(seconds: Any) -> float:
+    """Validate `background_grace=` at construction: a number of seconds, zero or more."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+        raise NoeticConfigError(
+            "INVALID_HARNESS_OPTION",
+            f"background_grace must be a number of seconds, zero or more, got {seconds!r}",
+            hint=f"Pass background_grace={DEFAULT_BACKGROUND_GRACE} (the default) or 0 to cancel "
+            "background jobs at once on exit.",
+        )
+    return float(seconds)
+
+
+def _flag(name: str, value: Any) -> bool:
+    """Validate an on/off option at construction: only True or False (a string such as "no"
+    is truthy, and would silently mean on)."""
+    if not isinstance(value, bool):
+        raise NoeticConfigError(
+            "INVALID_HARNESS_OPTION",
+            f"{name} must be True or False, got {value!r}",
+            hint=f"Pass {name}=False to switch it off.",
+        )
+    return value
 
 
 def _is_items(value: Any) -> bool:

@@ -25,9 +25,11 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 import anyio
+from pydantic import ValidationError
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.layers.layer_set import LayerSet
+from noetic.terminal_safe import terminal_safe
 from noetic.usage import LastLayerUsage
 from noetic.workflows.commands import CLI_HINTS
 
@@ -41,13 +43,45 @@ _CONTEXT_HINTS = {
 }
 
 
+#: A snapshot file larger than this is refused unread: a real one is a few kilobytes.
+MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024
+
+
 def load_snapshot(path: str | os.PathLike[str]) -> LastLayerUsage:
-    """A `LastLayerUsage` saved as JSON (bare, or under `last_layer_usage`)."""
-    with open(path, encoding="utf-8") as file:
-        data = json.load(file)
+    """A `LastLayerUsage` saved as JSON (bare, or under `last_layer_usage`).
+
+    Raises `INVALID_SNAPSHOT` naming the file for anything else: a missing or unreadable file,
+    one over `MAX_SNAPSHOT_BYTES`, text that is not JSON, JSON of another shape.
+    """
+    try:
+        with open(path, "rb") as file:
+            raw = file.read(MAX_SNAPSHOT_BYTES + 1)
+    except OSError as exc:
+        raise _invalid_snapshot(path, f"cannot be read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_SNAPSHOT_BYTES:
+        raise _invalid_snapshot(path, f"is larger than {MAX_SNAPSHOT_BYTES} bytes")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        raise _invalid_snapshot(path, f"is not JSON ({str(exc)[:200]})") from None
     if isinstance(data, dict) and "last_layer_usage" in data:
         data = data["last_layer_usage"]
-    return LastLayerUsage.model_validate(data)
+    try:
+        return LastLayerUsage.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem.get("loc", ())) or "the top level"
+        raise _invalid_snapshot(
+            path, f"is not a layer-usage snapshot ({where}: {problem.get('msg', '')})"
+        ) from None
+
+
+def _invalid_snapshot(path: str | os.PathLike[str], problem: str) -> NoeticConfigError:
+    return NoeticConfigError(
+        "INVALID_SNAPSHOT",
+        f"snapshot file {os.fspath(path)!r} {problem}",
+        hint="Pass a file saved from `noetic context --json` or a dumped HarnessResponse.",
+    )
 
 
 def _target(spec: str) -> Any:
@@ -129,10 +163,13 @@ def context_command(
         else:
             assert target is not None
             usage, active = anyio.run(_run, _target(target), input, model, layers, thread)
-    except (OSError, ValueError, TypeError) as exc:  # a bad path, snapshot or target
+    except (OSError, ValueError, TypeError) as exc:  # a bad path or target
         err.write(f"noetic context: {exc}\n")
         return 2
     except NoeticError as exc:
+        if exc.code == "INVALID_SNAPSHOT":
+            err.write(f"noetic context: {terminal_safe(str(exc), multiline=False)}\n")
+            return 2
         err.write(f"noetic context: the run failed: [{exc.code}] {exc.message}\n")
         hint = _CONTEXT_HINTS.get(exc.code) or CLI_HINTS.get(exc.code)
         if hint:

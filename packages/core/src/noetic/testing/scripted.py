@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from noetic.errors import NoeticError
+from noetic.errors import NoeticConfigError, NoeticError
 from noetic.ids import new_item_id
 from noetic.items import FunctionCallItem, Item, MessageItem, OutputText, item_text
 from noetic.model import AbortSignal, ModelEvent, ModelRequest, ModelResponse, TextDelta
@@ -171,5 +171,12 @@ class ScriptedModel:
 
 
 def scripted_model_factory(model_id: str) -> ScriptedModel:
-    """The built-in `scripted` adapter: `model="scripted:<name>"` gives an echo model."""
-    return ScriptedModel.echo(model_id=f"scripted:{model_id}" if model_id else "scripted:echo")
+    """The built-in `scripted` adapter: `model="scripted:echo"` (or `"scripted"`) is the
+    offline echo model. Any other name is `UNKNOWN_MODEL`: a typo must not silently echo."""
+    if model_id not in ("", "echo"):
+        raise NoeticConfigError(
+            "UNKNOWN_MODEL",
+            f"model 'scripted:{model_id}': the offline scripted provider has one model, 'echo'",
+            hint="Use 'scripted:echo', or build a noetic.testing.ScriptedModel for scripted replies.",
+        )
+    return ScriptedModel.echo()
