@@ -106,9 +106,7 @@ class EvictionPolicy:
         ):
             max_idle = max_idle_sessions
         else:
-            raise _invalid(
-                f"max_idle_sessions must be a whole number >= 0, None or 'auto', got {max_idle_sessions!r}"
-            )
+            raise _invalid("max_idle_sessions", max_idle_sessions)
         timeout = session_idle_timeout
         if timeout is not None and (
             isinstance(timeout, bool)
@@ -116,15 +114,32 @@ class EvictionPolicy:
             or not math.isfinite(timeout)
             or timeout < 0
         ):
-            raise _invalid(f"session_idle_timeout must be a number of seconds >= 0 or None, got {timeout!r}")
+            raise _invalid("session_idle_timeout", timeout)
         return cls(max_idle, None if timeout is None else float(timeout))
 
 
-def _invalid(message: str) -> NoeticConfigError:
+#: What each session option accepts, and how to write it, for `SESSION_POLICY_INVALID`.
+_ACCEPTED = {
+    "max_idle_sessions": (
+        "'auto', None or a whole number >= 0",
+        "Write max_idle_sessions='auto' (the default: 10,000 idle sessions with storage=, no bound "
+        "without), None for no bound, or a count such as 1000 (0 evicts each session when its turn ends).",
+    ),
+    "session_idle_timeout": (
+        "None or a finite number of seconds >= 0",
+        "Write session_idle_timeout=None (the default: no age bound) or a number of seconds such as 600.0.",
+    ),
+}
+
+
+def _invalid(option: str, value: object) -> NoeticConfigError:
+    """The error for `option=value`, naming both and what the option accepts."""
+    accepts, hint = _ACCEPTED[option]
     return NoeticConfigError(
         "SESSION_POLICY_INVALID",
-        message,
-        hint="Pass max_idle_sessions=1000 (or None for no bound) and session_idle_timeout=600.0 (or None).",
+        f"{option}={value!r} is not valid: {option} must be {accepts}",
+        hint=hint,
+        option=option,
     )
 
 
