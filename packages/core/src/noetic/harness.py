@@ -304,6 +304,14 @@ class AgentHarness(Generic[OutT]):
             self._checkpoint_store,
             self._item_declarations,
             self._start_background,
+            self._thread_dropped,
+        )
+        #: The harness's own in-memory layer store (no `storage=`, no `layer_store=`), whose
+        #: thread state leaves memory with the thread's session; None otherwise.
+        self._own_layer_store = (
+            self.layer_store
+            if layer_store is None and isinstance(self.layer_store, MemoryLayerStateStore)
+            else None
         )
         self._adapters: dict[str, ModelAdapter] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -589,6 +597,13 @@ class AgentHarness(Generic[OutT]):
         session = _Session(thread_id, self.name)
         session.stream.tap = self.inspect_sink
         return session
+
+    def _thread_dropped(self, thread_id: str) -> None:
+        """An evicted session left memory: so do the layer outputs cached for its thread and,
+        without `storage=`, its layer state (the thread starts over, as its history does, SE-3)."""
+        self.layer_memory.recalls.drop_scope(thread_id)
+        if self._own_layer_store is not None:
+            self._own_layer_store.drop_thread(thread_id)
 
     def _enqueue(
         self,

@@ -27,6 +27,10 @@ so no history is lost; a process killed between two writes loses the turns since
 one from the thread's history (their executions stay in the store). Without `storage=` an evicted thread's history is gone: its next turn starts
 from an empty history (SE-3) — which is why `"auto"` never evicts without storage.
 
+Without `storage=` the thread's layer state in the harness's own memory store goes with the
+session (`MemoryLayerStateStore.drop_thread`); with it, that state lives in the checkpoint
+store and comes back. Either way the recall outputs cached for the thread are dropped.
+
 What eviction always drops: the last response (`get_agent_response` on an evicted thread
 raises `NO_STEP_CONFIGURED` as for a thread that never ran) and the stream: an item or full
 stream iterator made before the eviction and first read after it ends at once (SE-4).
@@ -153,11 +157,14 @@ class SessionTable:
 
     `make(thread_id)` builds a session; `durable` says whether the harness has `storage=`,
     whose checkpoint store `store()` resolves; `declarations()` rebuilds custom items read back; `start_background(job)` runs
-    the writes of evicted histories so that leaving the harness waits for them.
+    the writes of evicted histories so that leaving the harness waits for them. `dropped(thread_id)`,
+    when given, is called as each evicted session leaves memory (the harness drops what else it
+    keeps for the thread).
     """
 
     __slots__ = (
         "_declarations",
+        "_dropped",
         "_durable",
         "_flushing",
         "_idle",
@@ -179,8 +186,10 @@ class SessionTable:
         store: Callable[[], CheckpointStore | None],
         declarations: Callable[[], Declarations],
         start_background: Callable[[Callable[[], Awaitable[None]]], None],
+        dropped: Callable[[str], object] | None = None,
     ):
         self.policy = policy
+        self._dropped = dropped
         self._make = make
         self._durable = durable
         self._store = store
@@ -260,6 +269,8 @@ class SessionTable:
         self._idle.pop(session.thread_id, None)
         session.stream.close()  # a subscription made on it later ends instead of hanging (SE-4)
         self.evicted += 1
+        if self._dropped is not None:
+            self._dropped(session.thread_id)
 
     async def _flush(self) -> None:
         """Write the histories of the sessions leaving, a batch at a time, then drop them."""
