@@ -45,7 +45,8 @@ def _harness(layers: list[Any], **options: Any) -> nt.AgentHarness[Any]:
 
 def _threads(store: MemoryLayerStateStore, layer_id: str) -> set[str]:
     prefix = f"layers/{layer_id}/"
-    return {key[len(prefix) :].rsplit("/", 1)[0] for key in store.keys() if key.startswith(prefix)}
+    stored = list(store.keys())
+    return {key[len(prefix) :].rsplit("/", 1)[0] for key in stored if key.startswith(prefix)}
 
 
 async def test_without_storage_the_store_holds_state_only_for_kept_sessions() -> None:
