@@ -120,3 +120,24 @@ def test_run_with_an_unknown_scripted_model_fails_instead_of_echoing(tmp_path: P
     assert "Traceback" not in result.stderr
     echo = noetic("run", chat, "--model", "scripted:echo", "--input", "hi", cwd=tmp_path)
     assert echo.returncode == 0, echo.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("storage", "suggestion"),
+    [
+        ("sqlite:o6.db", "sqlite:///o6.db"),
+        ("sqlite:/srv/o6.db", "sqlite:////srv/o6.db"),
+        ("o6.db", "sqlite:///o6.db"),
+    ],
+)
+async def test_a_storage_string_without_scheme_slashes_says_what_url_was_meant(
+    tmp_path: Path, storage: str, suggestion: str
+) -> None:
+    with pytest.raises(nt.NoeticConfigError) as caught:
+        async with nt.AgentHarness("o", agent_graph=nt.run_code("s", lambda x: x), storage=storage) as h:
+            await h.run(1)
+    assert caught.value.code == "UNKNOWN_CHECKPOINT_STORE"
+    assert "registered under ''" not in caught.value.message
+    assert f"storage={storage!r} is not a storage URL" in caught.value.message
+    assert repr(suggestion) in caught.value.hint

@@ -409,7 +409,9 @@ class AgentHarness(Generic[OutT]):
         spec = self.storage
         if self._store is None and spec is not None:
             if isinstance(spec, str):
-                scheme = spec.partition("://")[0] if "://" in spec else ""
+                if "://" not in spec:
+                    raise _not_a_storage_url(spec)
+                scheme = spec.partition("://")[0]
                 self._store = self.plugin_manager.registries.checkpoint_stores.resolve(scheme)(spec)
                 self._owns_store = True
             else:
@@ -1155,6 +1157,18 @@ _NEEDS_STORAGE_HINT = (
     "Pass storage='sqlite:///runs.db' (or 'memory://', or a CheckpointStore) with {option}=, "
     "or leave {option}= out."
 )
+
+
+def _not_a_storage_url(spec: str) -> NoeticConfigError:
+    """The error for a `storage=` string without `scheme://` (`sqlite:run.db`, `run.db`)."""
+    scheme, colon, rest = spec.partition(":")
+    example = f"{scheme}:///{rest}" if colon and scheme.isalnum() else f"sqlite:///{spec}"
+    return NoeticConfigError(
+        "UNKNOWN_CHECKPOINT_STORE",
+        f"storage={spec!r} is not a storage URL: it needs a scheme followed by '://'",
+        hint=f"Did you mean {example!r}? (sqlite:///run.db is a file relative to the current "
+        "directory, sqlite:////var/run.db an absolute path, memory:// keeps nothing on disk.)",
+    )
 
 
 def _grace(seconds: Any) -> float:
