@@ -1,4 +1,5 @@
-"""`run_code(..., in_thread=True)`: a blocking plain body runs in a worker thread.
+"""`run_code(..., in_thread=True)` and `tool(..., in_thread=True)`: a blocking plain function
+runs in a worker thread.
 
 Without it a plain body runs on the event loop's thread and every other turn waits for it;
 with it the other turns go on, a cancellation from outside ends the step at once (the body
@@ -15,6 +16,8 @@ from typing import Any
 import anyio
 import noetic as nt
 import pytest
+from noetic.items import FunctionCallOutputItem
+from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -83,11 +86,59 @@ async def _coroutine(x: int) -> int:
     return x
 
 
-@pytest.mark.parametrize("body", [_generator, _coroutine])
+class _AsyncCallable:
+    async def __call__(self, x: int) -> int:
+        return x
+
+
+@pytest.mark.parametrize("body", [_generator, _coroutine, _AsyncCallable()])
 def test_in_thread_needs_a_plain_function(body: Any) -> None:
     with pytest.raises(nt.NoeticConfigError) as caught:
         nt.run_code("bad", body, in_thread=True)
     assert caught.value.code == "INVALID_STEP" and "plain function" in str(caught.value)
+    with pytest.raises(nt.NoeticConfigError) as caught:
+        nt.tool("bad", description="d", input={"type": "object"}, execute=body, in_thread=True)
+    assert caught.value.code == "INVALID_TOOL_SCHEMA" and "plain function" in str(caught.value)
+
+
+async def test_a_blocking_tool_in_a_thread_lets_another_threads_turn_run() -> None:
+    other_turn_ran = threading.Event()
+
+    def lookup(args: dict[str, str]) -> bool:
+        if args["mode"] == "wait":  # blocks until thread B's tool has run (or 10 s)
+            return other_turn_ran.wait(timeout=10)
+        other_turn_ran.set()
+        return True
+
+    tool = nt.tool(
+        "lookup",
+        description="look something up",
+        input={"type": "object", "properties": {"mode": {"type": "string"}}, "required": ["mode"]},
+        execute=lookup,
+        in_thread=True,
+    )
+    # A asks first (its tool blocks), then B asks; who answers first is up to the scheduler
+    model = ScriptedModel(
+        [
+            tool_call_reply("lookup", {"mode": "wait"}),
+            tool_call_reply("lookup", {"mode": "set"}),
+            text_reply("done"),
+            text_reply("done"),
+        ]
+    )
+    responses: dict[str, nt.HarnessResponse] = {}
+    async with nt.AgentHarness("t", agent_graph=nt.call_model("m", tools=[tool]), model=model) as h:
+
+        async def go(thread: str) -> None:
+            responses[thread] = await h.run("go", thread_id=thread)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(go, "A")
+            await anyio.sleep(0.05)
+            tg.start_soon(go, "B")
+    assert responses["A"].text == responses["B"].text == "done"
+    outputs = [item.output for item in responses["A"].items if isinstance(item, FunctionCallOutputItem)]
+    assert outputs == ["true"]  # A's wait saw B's tool run
 
 
 def test_in_thread_must_be_a_bool() -> None:

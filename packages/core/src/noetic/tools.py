@@ -4,7 +4,8 @@
 model (the function gets a validated instance) or a JSON Schema dict (it gets the validated
 dict). The return value is JSON-encoded into the `function_call_output` item. Bad arguments, an
 unknown tool or a raising tool become an error output the model can read and recover from; only
-cancellation ends the model step.
+cancellation ends the model step. A plain function that blocks (a synchronous HTTP client) can
+run in a worker thread with `in_thread=True`, as for `run_code`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
+
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import FunctionCallItem, FunctionCallOutputItem
 from noetic.model import ToolDefinition
 from noetic.schema import Schema, SchemaError, to_jsonable
-from noetic.steps.base import Step, takes_ctx
+from noetic.steps.base import Step, check_in_thread, takes_ctx
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
@@ -35,7 +38,9 @@ _PLAIN_VALUES = frozenset({str, int, float, bool, dict, list, type(None)})
 class Tool:
     """A function the model may call by `name`."""
 
-    def __init__(self, name: str, *, description: str, input: Any, execute: Callable[..., Any]):
+    def __init__(
+        self, name: str, *, description: str, input: Any, execute: Callable[..., Any], in_thread: bool = False
+    ):
         if not isinstance(name, str) or not name.strip():
             raise NoeticConfigError(
                 "EMPTY_TOOL_NAME",
@@ -48,6 +53,7 @@ class Tool:
                 f"tool {name!r}: execute must be a function",
                 hint="Pass execute=lambda args, ctx: ... (plain or async).",
             )
+        check_in_thread(f"tool {name!r}", execute, in_thread, "INVALID_TOOL_SCHEMA")
         schema = Schema.of(input)
         try:
             schema.check()
@@ -61,6 +67,8 @@ class Tool:
         self.description = description
         self.input = schema
         self.execute = execute
+        #: Whether `execute` runs in a worker thread (a blocking plain function).
+        self.in_thread = in_thread
         self._with_ctx = takes_ctx(execute)
 
     @cached_property
@@ -70,6 +78,9 @@ class Tool:
 
     async def call(self, args: Any, ctx: Context) -> Any:
         """Run the tool with already validated arguments (abort never interrupts it, CTX-17)."""
+        if self.in_thread:  # a cancellation from outside leaves the thread running (steps.md)
+            call_args = (args, ctx) if self._with_ctx else (args,)
+            return await anyio.to_thread.run_sync(self.execute, *call_args, abandon_on_cancel=True)
         result = self.execute(args, ctx) if self._with_ctx else self.execute(args)
         # `call_user`, inlined (one await less per tool call); plain JSON values skip the
         # awaitable check, whose `Awaitable` ABC test is the slow part for them
@@ -81,9 +92,11 @@ class Tool:
         return f"tool({self.name!r})"
 
 
-def tool(name: str, *, description: str, input: Any, execute: Callable[..., Any]) -> Tool:
+def tool(
+    name: str, *, description: str, input: Any, execute: Callable[..., Any], in_thread: bool = False
+) -> Tool:
     """Declare a tool; see the module docstring."""
-    return Tool(name, description=description, input=input, execute=execute)
+    return Tool(name, description=description, input=input, execute=execute, in_thread=in_thread)
 
 
 def encode_output(value: Any) -> str:

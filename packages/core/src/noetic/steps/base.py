@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from noetic.execution_context import Context
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["Frame", "OutT", "Step", "call_user", "current_frame", "execute", "takes_ctx"]
+__all__ = ["Frame", "OutT", "Step", "call_user", "check_in_thread", "current_frame", "execute", "takes_ctx"]
 
 #: The output type of a step, for type checkers only (`Step` alone means `Step[Any]`).
 OutT = TypeVar("OutT", default=Any)
@@ -82,6 +82,26 @@ def takes_ctx(fn: Callable[..., Any]) -> bool:
         return True
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def check_in_thread(what: str, fn: Callable[..., Any], in_thread: Any, code: str = "INVALID_STEP") -> None:
+    """Validate `in_thread=` of a `run_code` step or a tool (`what` names it; `code` is the
+    error code): a bool, and True only for a plain function (an async body already lets others run while it awaits; a
+    generator's body would run on the event loop anyway, one `next()` at a time)."""
+    if not isinstance(in_thread, bool):
+        raise NoeticConfigError(
+            code,
+            f"{what}: in_thread must be True or False, got {in_thread!r}",
+            hint="Pass in_thread=True to run a blocking plain function in a worker thread.",
+        )
+    checks = (inspect.iscoroutinefunction, inspect.isgeneratorfunction, inspect.isasyncgenfunction)
+    targets = (fn, type(fn).__call__)  # a callable object's own `__call__` too
+    if in_thread and any(check(target) for target in targets for check in checks):
+        raise NoeticConfigError(
+            code,
+            f"{what}: in_thread=True needs a plain function, got an async or generator one",
+            hint="An async function already lets other work run while it awaits: drop in_thread=True.",
+        )
 
 
 async def call_user(fn: Callable[..., Any], with_ctx: bool, value: Any, ctx: Context) -> Any:

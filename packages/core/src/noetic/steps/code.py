@@ -8,14 +8,13 @@ does not hold up the other turns.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from noetic.custom_items import current_dispatch, drain
 from noetic.errors import NoeticConfigError, NoeticError
-from noetic.steps.base import Step, takes_ctx
+from noetic.steps.base import Step, check_in_thread, takes_ctx
 
 if TYPE_CHECKING:
     from noetic.custom_items import CustomItemDecl
@@ -63,18 +62,7 @@ class RunCode(Step):
                 f"run_code {id!r}: retry must be a non-negative int, got {retry!r}",
                 hint="Pass retry=0 (no retries) or a small positive number.",
             )
-        if not isinstance(in_thread, bool):
-            raise NoeticConfigError(
-                "INVALID_STEP",
-                f"run_code {id!r}: in_thread must be True or False, got {in_thread!r}",
-                hint="Pass in_thread=True to run a blocking plain function in a worker thread.",
-            )
-        if in_thread and _not_plain(execute):
-            raise NoeticConfigError(
-                "INVALID_STEP",
-                f"run_code {id!r}: in_thread=True needs a plain function, got an async or generator one",
-                hint="An async body already lets other turns run while it awaits: drop in_thread=True.",
-            )
+        check_in_thread(f"run_code {id!r}", execute, in_thread)
         super().__init__(id, custom_items=custom_items, emit_items=emit_items)
         self.execute = execute
         self.retry = retry
@@ -107,14 +95,6 @@ class RunCode(Step):
         dispatch = current_dispatch(self)
         result = self.execute(input, ctx) if self._with_ctx else self.execute(input)
         return await drain(result, dispatch.event if dispatch is not None else None)
-
-
-def _not_plain(fn: Callable[..., Any]) -> bool:
-    """True for an async function, a generator function or an async generator function (or a
-    callable object whose `__call__` is one)."""
-    checks = (inspect.iscoroutinefunction, inspect.isgeneratorfunction, inspect.isasyncgenfunction)
-    targets = (fn, type(fn).__call__)
-    return any(check(target) for target in targets for check in checks)
 
 
 def run_code(
