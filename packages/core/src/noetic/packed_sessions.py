@@ -66,8 +66,8 @@ def pack(session: _Session) -> bool:
     items = tuple(log.items)
     try:
         data = pickle.dumps((items, session._last_response), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # pickle raises whatever an object's reduction raises
-        return False
+    except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
+        return False  # what pickle raises for an object it cannot name or reduce
     packed = PackedSession(session, data, len(items))
     session._last_response = None
     session.packed = packed
