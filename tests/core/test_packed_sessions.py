@@ -139,6 +139,8 @@ def test_bad_hot_sessions_are_config_errors(hot: Any) -> None:
         _harness(ScriptedModel.echo(), hot_sessions=hot)
     assert err.value.code == "SESSION_POLICY_INVALID"
     assert "hot_sessions" in err.value.message
+    assert err.value.details["option"] == "hot_sessions"
+    assert "hot_sessions=" in (err.value.hint or "")
 
 
 class _Held:
