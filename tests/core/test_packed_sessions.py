@@ -173,3 +173,20 @@ def test_an_item_log_unpacks_once_on_its_first_read_or_append() -> None:
         read(log)
         assert held.unpacked == 1
         assert log.items[0] is first
+
+
+class _Refuses:
+    """An output whose own reduction fails with an error pickle does not know."""
+
+    def __reduce__(self) -> Any:
+        raise RuntimeError("not today")
+
+
+async def test_an_output_whose_reduction_raises_leaves_the_session_unpacked() -> None:
+    output = _Refuses()
+    agent = nt.run_code("refuses", lambda _input, _ctx: output)
+    async with nt.AgentHarness("t", agent_graph=agent, hot_sessions=0) as h:
+        await h.run("hello", thread_id="a")
+        await h.run("hello", thread_id="b")
+        assert _packed(h) == set()
+        assert (await h.get_agent_response(thread_id="a")).output is output

@@ -66,8 +66,8 @@ def pack(session: _Session) -> bool:
     items = tuple(log.items)
     try:
         data = pickle.dumps((items, session._last_response), protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError, ValueError, RecursionError):
-        return False  # what pickle raises for an object it cannot name or reduce
+    except Exception:  # noqa: BLE001 - pickle raises whatever an object's own reduction raises
+        return False  # and any failure only means: this session stays unpacked
     packed = PackedSession(session, data, len(items))
     session._last_response = None
     session.packed = packed
