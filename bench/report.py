@@ -334,7 +334,16 @@ def scenario_rows(key: str, rows: dict[str, Stat]) -> list[list[str]]:
     order = {
         name: i
         for i, name in enumerate(
-            ("noetic", "noetic-items", "noetic-evict", *PEERS, "limit", "noetic deps", "pydantic floor")
+            (
+                "noetic",
+                "noetic-items",
+                "noetic-evict",
+                "noetic-unpacked",
+                *PEERS,
+                "limit",
+                "noetic deps",
+                "pydantic floor",
+            )
         )
     }
     return sorted(out, key=lambda row: order.get(row[0], 99))
@@ -460,7 +469,9 @@ NOTES = """\
 - S3 at scale (`s3x`): the same at 10,000 round trips, for noetic and the limit only (the peers
   would take minutes); the ratio row divides its median wall time by the 1,000 run's. Row
   `noetic-evict` (S3 and `s3x`) is noetic with `max_idle_sessions=1000`: each run is a one-turn
-  thread, and the default keeps every thread's session (history, stream, last response).
+  thread, and the default keeps every thread's session (history, stream, last response), packing
+  those past the 1,000 most recently idle into bytes (SE-5); row `noetic-unpacked` (S3 and
+  `s3x`) is noetic with `hot_sessions=None`, which packs none.
 - Session growth (`sessions`): one harness serves 100,000 distinct threads one turn each
   (10,000 with SQLite storage), RSS sampled as they pile up; see `bench/sessions_growth.py`.
 - S4: seconds to run the import statement in a fresh interpreter (interpreter start-up

@@ -32,7 +32,7 @@ RESULTS = BENCH / "results"
 PEERS = ("pydantic_ai", "agents", "langgraph", "matplotlib", "psutil", "dbos", "langgraph.checkpoint.sqlite")
 
 SUBJECTS = ("noetic", "pydantic-ai", "openai-agents", "langgraph", "limit")
-S3_SUBJECTS = (*SUBJECTS, "noetic-evict")
+S3_SUBJECTS = (*SUBJECTS, "noetic-evict", "noetic-unpacked")
 S2_SUBJECTS = ("noetic", "noetic-items", "pydantic-ai", "openai-agents", "langgraph", "limit")
 #: S5 (durable round trip): the peers with a durable setup on SQLite (the OpenAI Agents SDK has none).
 S5_SUBJECTS = ("noetic", "pydantic-ai", "langgraph", "limit")
@@ -54,9 +54,10 @@ IMPORT_SAMPLES = 3  # fresh interpreters per subject and repetition
 SCENARIOS = ("s1", "s2", "s3", "s3x", "s4", "s5", "s6", "growth", "sessions")
 #: S3 at scale (scenario `s3x`): the subjects run at this many concurrent round trips (the
 #: peers stay at S3's 1,000: at 10,000 they take minutes). `noetic-evict` is noetic with
-#: `max_idle_sessions=1000`, as a service of one-turn threads would set it; it runs in S3 too.
+#: `max_idle_sessions=1000`, as a service of one-turn threads would set it; `noetic-unpacked` is
+#: noetic with `hot_sessions=None` (no idle session packed, SE-5); both run in S3 too.
 S3X_RUNS = 10_000
-S3X_SUBJECTS = ("noetic", "noetic-evict", "limit")
+S3X_SUBJECTS = ("noetic", "noetic-evict", "noetic-unpacked", "limit")
 #: The session growth scenario (`bench/sessions_growth.py`): modes and threads served.
 SESSION_MODES = {"keep": 100_000, "evict": 100_000, "evict-sqlite": 10_000}
 #: S6 variants (the layer sets of `bench/subjects/noetic_layers_subject.py`), in the report's row names.

@@ -42,6 +42,7 @@ SUBJECTS = {
     "noetic": "subjects.noetic_subject",
     "noetic-items": "subjects.noetic_subject",
     "noetic-evict": "subjects.noetic_evict_subject",
+    "noetic-unpacked": "subjects.noetic_unpacked_subject",
     "pydantic-ai": "subjects.pydantic_ai_subject",
     "openai-agents": "subjects.openai_agents_subject",
     "langgraph": "subjects.langgraph_subject",

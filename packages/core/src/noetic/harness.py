@@ -42,7 +42,7 @@ from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.logs import logger
 from noetic.model import ModelAdapter
 from noetic.runtime import Execution
-from noetic.sessions import EvictionPolicy, SessionTable
+from noetic.sessions import DEFAULT_HOT_SESSIONS, EvictionPolicy, SessionTable
 from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streamed_turn import StreamedTurn
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from noetic.durable.snapshot import Outcome
     from noetic.durable.store import CheckpointStore
     from noetic.fs.contract import FsAdapter
+    from noetic.packed_sessions import PackedSession
     from noetic.plugins import NoeticPluginManager
     from noetic.registry import Registry
 
@@ -162,15 +163,21 @@ class _Ticket:
 
 
 class _Session:
-    """One thread: its history, queue, stream and last outcome."""
+    """One thread: its history, queue, stream and last outcome.
+
+    An idle session may be packed (`noetic.packed_sessions`, SE-5): its log's items and its
+    last response are then held as bytes, and reading either (`log.items`, `last_response`)
+    unpacks both.
+    """
 
     __slots__ = (
+        "_last_response",
         "current",
         "idle",
         "last_error",
-        "last_response",
         "leaving",
         "log",
+        "packed",
         "queue",
         "restore_pending",
         "running",
@@ -187,7 +194,7 @@ class _Session:
         self.running = False
         self.idle: anyio.Event | None = None
         self.current: Context | None = None
-        self.last_response: HarnessResponse | None = None
+        self._last_response: HarnessResponse | None = None
         self.last_error: NoeticError | None = None
         #: Set while the thread's history is being written out before eviction (`noetic.sessions`).
         self.leaving = False
@@ -196,6 +203,21 @@ class _Session:
         #: The log and its length when the thread's stored history was last written or read
         #: (`noetic.sessions`): a different pair means the store lags behind.
         self.stored: tuple[ItemLog, int] | None = None
+        #: The packed log and response while the session is packed (SE-5), else None.
+        self.packed: PackedSession | None = None
+
+    @property
+    def last_response(self) -> HarnessResponse | None:
+        """The last successful turn's response (unpacked first when the session is packed)."""
+        if self.packed is not None:
+            self.packed.log.unpack()
+        return self._last_response
+
+    @last_response.setter
+    def last_response(self, response: HarnessResponse | None) -> None:
+        if self.packed is not None:
+            self.packed.log.unpack()
+        self._last_response = response
 
 
 class AgentHarness(Generic[OutT]):
@@ -229,7 +251,9 @@ class AgentHarness(Generic[OutT]):
     `session_idle_timeout` (seconds; default None, no age bound). With `storage=` a thread's
     history is written to the store when it is evicted and when the harness exits, and read
     back on its next turn in any harness on that store; without it an evicted thread's history
-    is lost. See `noetic.sessions` (SE-1..SE-4).
+    is lost. Past the `hot_sessions` most recently idle sessions (default 1,000; None: no
+    bound), an idle session's history and last response are packed into bytes until its thread
+    is used again, invisibly (SE-5). See `noetic.sessions` (SE-1..SE-5).
     """
 
     def __init__(
@@ -258,6 +282,7 @@ class AgentHarness(Generic[OutT]):
         trace_content: bool = False,
         max_idle_sessions: int | Literal["auto"] | None = "auto",
         session_idle_timeout: float | None = None,
+        hot_sessions: int | None = DEFAULT_HOT_SESSIONS,
     ):
         if not isinstance(name, str) or not name.strip():
             raise NoeticConfigError(
@@ -298,7 +323,9 @@ class AgentHarness(Generic[OutT]):
         self._channels = ChannelHub(channel_timeout)
         #: The threads' sessions in memory, evicted when idle under the policy (`noetic.sessions`).
         self._sessions = SessionTable(
-            EvictionPolicy.of(max_idle_sessions, session_idle_timeout, storage=storage is not None),
+            EvictionPolicy.of(
+                max_idle_sessions, session_idle_timeout, hot_sessions, storage=storage is not None
+            ),
             self._new_session,
             storage is not None,
             self._checkpoint_store,

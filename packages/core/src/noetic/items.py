@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache, partial
-from typing import Annotated, Any, Literal, TypeAlias, overload
+from typing import Annotated, Any, Literal, Protocol, TypeAlias, overload
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
 
@@ -31,6 +31,7 @@ __all__ = [
     "MessageItem",
     "OtherPart",
     "OutputText",
+    "PackedItems",
     "ReasoningItem",
     "Refusal",
     "assistant_message",
@@ -270,30 +271,52 @@ def system_message(text: str) -> MessageItem:
 # --- the log (IL-1, IL-7) -------------------------------------------------------------------
 
 
-class _ReadOnlyItems(Sequence[Item]):
-    """A read-only live view of the log's list (no copy per access)."""
+class PackedItems(Protocol):
+    """Where a packed log's items are while it is packed (`ItemLog.pack`)."""
 
-    __slots__ = ("_items",)
+    count: int
+
+    def unpack(self) -> list[Item]:
+        """The items, decoded (called once, by the log's first read after packing)."""
+        ...
+
+
+class _ReadOnlyItems(Sequence[Item]):
+    """A read-only live view of the log's list (no copy per access).
+
+    `_log` is set only while its log is packed (`ItemLog.pack`): a read then unpacks it first.
+    """
+
+    __slots__ = ("_items", "_log")
 
     def __init__(self, items: list[Item]):
         self._items = items
+        self._log: ItemLog | None = None
 
     @overload
     def __getitem__(self, index: int) -> Item: ...
     @overload
     def __getitem__(self, index: slice) -> Sequence[Item]: ...
     def __getitem__(self, index: int | slice) -> Item | Sequence[Item]:
+        if self._log is not None:
+            self._log.unpack()
         if isinstance(index, slice):
             return tuple(self._items[index])
         return self._items[index]
 
     def __len__(self) -> int:
+        if self._log is not None:
+            return len(self._log)
         return len(self._items)
 
     def __iter__(self) -> Iterator[Item]:
+        if self._log is not None:
+            self._log.unpack()
         return iter(self._items)
 
     def __repr__(self) -> str:
+        if self._log is not None:
+            self._log.unpack()
         return f"ItemLog.items({self._items!r})"
 
 
@@ -302,9 +325,11 @@ class ItemLog:
 
     `items` is a read-only sequence; `append` adds one item (a dict is parsed first).
     Listeners registered by the runtime hear every append (they feed the streams).
+    An idle thread's log may be packed (`pack`): its items then live elsewhere, encoded, until
+    the first read or append takes them back — invisible to its readers (SE-5).
     """
 
-    __slots__ = ("_ids", "_items", "_listeners", "_view")
+    __slots__ = ("_ids", "_items", "_listeners", "_packed", "_view")
 
     def __init__(self, items: Sequence[Item] = ()) -> None:
         self._items: list[Item] = list(items)
@@ -313,14 +338,20 @@ class ItemLog:
         self._ids: set[str] | None = None
         self._listeners: list[Callable[[Item], None]] = []
         self._view = _ReadOnlyItems(self._items)
+        #: Where the items are while the log is packed, else None.
+        self._packed: PackedItems | None = None
 
     @property
     def items(self) -> Sequence[Item]:
         """Every item in the log, oldest first (read-only)."""
+        if self._packed is not None:
+            self.unpack()
         return self._view
 
     def append(self, item: Item | dict[str, Any]) -> None:
         """Append one item to the log."""
+        if self._packed is not None:
+            self.unpack()
         parsed = parse_item(item)
         self._items.append(parsed)
         if self._ids is not None:
@@ -340,17 +371,37 @@ class ItemLog:
         ids.add(item.id)
         return True
 
+    def pack(self, packed: PackedItems) -> None:
+        """Hand the items over to `packed` (which holds them encoded) until the next read or
+        append, which unpacks them back into this same log and view (SE-5)."""
+        self._packed = packed
+        self._items.clear()
+        self._ids = None
+        self._view._log = self
+
+    def unpack(self) -> None:
+        """Take the items back from where `pack` put them (a no-op when not packed)."""
+        packed = self._packed
+        if packed is None:
+            return
+        self._packed = None
+        self._view._log = None
+        self._items.extend(packed.unpack())
+
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._id_set()
 
     def _id_set(self) -> set[str]:
         ids = self._ids
         if ids is None:
+            self.unpack()
             ids = self._ids = {item.id for item in self._items}
         return ids
 
     def __len__(self) -> int:
+        if self._packed is not None:
+            return self._packed.count
         return len(self._items)
 
     def __repr__(self) -> str:
-        return f"ItemLog({len(self._items)} items)"
+        return f"ItemLog({len(self)} items)"

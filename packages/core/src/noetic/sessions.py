@@ -10,6 +10,9 @@ distinct threads would keep every one of them forever; `SessionTable` bounds tha
   `DEFAULT_MAX_IDLE_SESSIONS` with `storage=` and unbounded without it; `None` is unbounded.
 - `session_idle_timeout`: a session idle for longer than this many seconds is evicted
   (`None`, the default: never for its age). Checked whenever a turn ends — no timer runs.
+- `hot_sessions`: the idle sessions kept as they are, most recently idle first
+  (`DEFAULT_HOT_SESSIONS`); older idle sessions are packed into bytes until their thread is
+  used again (`noetic.packed_sessions`, SE-5). `None`: never pack.
 
 A session is idle when no turn runs or waits in its queue and nobody is subscribed to its
 stream; only idle sessions are evicted (SE-1). Channels belong to executions and close when
@@ -43,7 +46,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 from urllib.parse import quote
 
 from noetic.errors import NoeticConfigError, NoeticError
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
     from noetic.harness import _Session
 
 __all__ = [
+    "DEFAULT_HOT_SESSIONS",
     "DEFAULT_MAX_IDLE_SESSIONS",
     "HISTORY_VERSION",
     "EvictionPolicy",
@@ -67,6 +71,8 @@ log = logger("noetic.sessions")
 
 #: Idle sessions kept in memory by default when the harness has `storage=`.
 DEFAULT_MAX_IDLE_SESSIONS = 10_000
+#: Idle sessions kept unpacked by default (SE-5); older idle ones are packed.
+DEFAULT_HOT_SESSIONS = 1000
 #: The layout of the history record this code writes and reads.
 HISTORY_VERSION = 1
 #: Evicted sessions written to the store in one atomic batch, at most.
@@ -82,10 +88,12 @@ def history_key(thread_id: str) -> str:
 @dataclass(frozen=True, slots=True)
 class EvictionPolicy:
     """When idle sessions leave memory: `max_idle` (None: no count bound) and
-    `idle_timeout` in seconds (None: no age bound)."""
+    `idle_timeout` in seconds (None: no age bound); and how many idle sessions stay unpacked,
+    `hot` (None: all of them, SE-5)."""
 
     max_idle: int | None
     idle_timeout: float | None
+    hot: int | None = DEFAULT_HOT_SESSIONS
 
     @property
     def evicts(self) -> bool:
@@ -97,17 +105,14 @@ class EvictionPolicy:
         cls,
         max_idle_sessions: int | Literal["auto"] | None,
         session_idle_timeout: float | None,
+        hot_sessions: int | None = DEFAULT_HOT_SESSIONS,
         *,
         storage: bool,
     ) -> EvictionPolicy:
         """The policy of the harness options, checked (`SESSION_POLICY_INVALID`)."""
         if max_idle_sessions == "auto":
             max_idle: int | None = DEFAULT_MAX_IDLE_SESSIONS if storage else None
-        elif max_idle_sessions is None or (
-            isinstance(max_idle_sessions, int)
-            and not isinstance(max_idle_sessions, bool)
-            and max_idle_sessions >= 0
-        ):
+        elif max_idle_sessions is None or _is_count(max_idle_sessions):
             max_idle = max_idle_sessions
         else:
             raise _invalid("max_idle_sessions", max_idle_sessions)
@@ -119,7 +124,13 @@ class EvictionPolicy:
             or timeout < 0
         ):
             raise _invalid("session_idle_timeout", timeout)
-        return cls(max_idle, None if timeout is None else float(timeout))
+        if hot_sessions is not None and not _is_count(hot_sessions):
+            raise _invalid("hot_sessions", hot_sessions)
+        return cls(max_idle, None if timeout is None else float(timeout), hot_sessions)
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 #: What each session option accepts, and how to write it, for `SESSION_POLICY_INVALID`.
@@ -132,6 +143,11 @@ _ACCEPTED = {
     "session_idle_timeout": (
         "None or a finite number of seconds >= 0",
         "Write session_idle_timeout=None (the default: no age bound) or a number of seconds such as 600.0.",
+    ),
+    "hot_sessions": (
+        "None or a whole number >= 0",
+        "Write hot_sessions=1000 (the default: idle sessions past the 1,000 most recent are packed), "
+        "None to never pack, or another count (0 packs each session when its turn ends).",
     ),
 }
 
@@ -173,6 +189,7 @@ class SessionTable:
         "_make",
         "_start_background",
         "_store",
+        "_warm",
         "evicted",
         "policy",
         "stopped",
@@ -200,6 +217,9 @@ class SessionTable:
         #: OrderedDict: reading its first entry stays O(1) however many were removed before
         #: (a plain dict skips the removed slots on every `next(iter(...))`).
         self._idle: OrderedDict[str, float] = OrderedDict()
+        #: Idle sessions not packed, least recently idle first (SE-5): past `policy.hot` of
+        #: them, the first is packed.
+        self._warm: OrderedDict[str, _Session] = OrderedDict()
         self._leaving: deque[_Session] = deque()
         self._flushing = False
         #: How many sessions this table has evicted.
@@ -225,12 +245,31 @@ class SessionTable:
         return session
 
     def settled(self, session: _Session) -> None:
-        """The session's queue has drained: it is idle now; evict what the policy says."""
-        if self.stopped or not self.policy.evicts or self._live.get(session.thread_id) is not session:
+        """The session's queue has drained: it is idle now; evict and pack what the policy says."""
+        thread_id = session.thread_id
+        if self.stopped or self._live.get(thread_id) is not session:
             return
-        self._idle[session.thread_id] = time.monotonic()
-        self._idle.move_to_end(session.thread_id)
-        self.sweep()
+        if self.policy.evicts:
+            self._idle[thread_id] = time.monotonic()
+            self._idle.move_to_end(thread_id)
+            self.sweep()
+        if self.policy.hot is not None and self._live.get(thread_id) is session:
+            self._warm[thread_id] = session
+            self._warm.move_to_end(thread_id)
+            if len(self._warm) > self.policy.hot:
+                self._pack_coldest()
+
+    def _pack_coldest(self) -> None:
+        """Pack the least recently idle sessions past the hot set (SE-5). One that is not
+        idle any more is skipped: it comes back here when its queue drains."""
+        from noetic.packed_sessions import pack
+
+        warm, hot = self._warm, self.policy.hot
+        assert hot is not None
+        while len(warm) > hot:
+            thread_id, session = warm.popitem(last=False)
+            if self._live.get(thread_id) is session and not session.leaving and _is_idle(session):
+                pack(session)
 
     def sweep(self) -> None:
         """Evict the idle sessions beyond the count bound and those idle for too long."""
@@ -267,6 +306,7 @@ class SessionTable:
     def _drop(self, session: _Session) -> None:
         del self._live[session.thread_id]
         self._idle.pop(session.thread_id, None)
+        self._warm.pop(session.thread_id, None)
         session.stream.close()  # a subscription made on it later ends instead of hanging (SE-4)
         self.evicted += 1
         if self._dropped is not None:

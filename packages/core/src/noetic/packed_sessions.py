@@ -1,0 +1,75 @@
+"""Idle sessions past the hot set, packed into bytes until their thread is used again (SE-5).
+
+What a finished thread's session keeps between its turns is mostly its history and its last
+response: for a short conversation some thirty small objects (pydantic items with their field
+dicts and sets, the response, its usage), every one of which the cyclic garbage collector walks
+on each full collection for as long as the harness runs. A harness serving many threads would
+spend more and more of its time there. So past the `hot_sessions` most recently idle sessions
+(`noetic.sessions`), a session is packed: its log's items and its last response become one
+`bytes` object, which the collector does not track, and both come back on first use — the log
+on its first read or append (any turn of the thread, a storage write, a reader of
+`log.items`), the response on `get_agent_response()`. The session keeps its stream, queue and
+flags, and its log stays the same `ItemLog` object, so streams, layers, eviction and storage
+see nothing of it.
+
+Why pickle: it is the standard library's one encoder that gives back every item exactly —
+pydantic models with the fields they set, custom items, arbitrary provider data, the items the
+log and the response share — without validating them again, and at a few microseconds per
+item. The bytes never leave the process: they are made here from the session's own objects and
+read back only by it, never stored or received. A session whose items or response cannot be
+pickled (a class defined inside a function, an open file as output) simply stays unpacked.
+Read back, the items and the response are equal copies of the originals, not the same objects.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from noetic.harness import _Session
+    from noetic.items import Item, ItemLog
+
+__all__ = ["PackedSession", "pack"]
+
+
+class PackedSession:
+    """A packed session's items and last response as bytes (`count` items); `unpack` (called
+    by the log's first read) hands the response back to the session and returns the items."""
+
+    __slots__ = ("_data", "_session", "count", "log")
+
+    def __init__(self, session: _Session, data: bytes, count: int):
+        self._session: _Session | None = session
+        self._data = data
+        self.count = count
+        #: The log the items belong to (reading the session's response unpacks it).
+        self.log: ItemLog = session.log
+
+    def unpack(self) -> list[Item]:
+        """Decode the items and give the session its response back (once)."""
+        session = self._session
+        assert session is not None  # a log unpacks once
+        self._session = None
+        items, response = pickle.loads(self._data)
+        session.packed = None
+        session._last_response = response
+        return list(items)
+
+
+def pack(session: _Session) -> bool:
+    """Pack an idle session's log and last response (SE-5); False when they cannot be
+    pickled (the session is left as it was) or it is packed already."""
+    if session.packed is not None:
+        return False
+    log = session.log
+    items = tuple(log.items)
+    try:
+        data = pickle.dumps((items, session._last_response), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - pickle raises whatever an object's own reduction raises
+        return False  # and any failure only means: this session stays unpacked
+    packed = PackedSession(session, data, len(items))
+    session._last_response = None
+    session.packed = packed
+    log.pack(packed)
+    return True

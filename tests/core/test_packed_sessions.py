@@ -1,0 +1,192 @@
+"""Idle sessions past the hot set are packed (SE-5): invisible to every reader of the thread."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+from typing import Any
+
+import anyio
+import noetic as nt
+import pytest
+from noetic.errors import NoeticConfigError
+from noetic.items import Item, ItemLog, item_text, user_message
+from noetic.testing import ScriptedModel
+
+pytestmark = pytest.mark.anyio
+
+
+def _texts(items: Any) -> list[str]:
+    return [item_text(item) for item in items if item_text(item)]
+
+
+def _harness(model: ScriptedModel, **options: Any) -> nt.AgentHarness[Any]:
+    return nt.AgentHarness("t", agent_graph=nt.call_model("answer"), model=model, **options)
+
+
+def _packed(h: nt.AgentHarness[Any]) -> set[str]:
+    return {thread_id for thread_id, session in h._sessions._live.items() if session.packed is not None}
+
+
+async def test_many_threads_then_each_next_turn_sees_its_history() -> None:
+    model = ScriptedModel.echo()
+    async with _harness(model, hot_sessions=3) as h:
+        for i in range(20):
+            await h.run(f"hello {i}", thread_id=f"t{i}")
+        assert _packed(h) == {f"t{i}" for i in range(17)}  # all but the 3 most recently idle
+        for i in range(20):
+            response = await h.run(f"again {i}", thread_id=f"t{i}")
+            assert _texts(model.calls[-1].items) == [f"hello {i}", f"hello {i}", f"again {i}"]
+            assert _texts(response.items) == [f"hello {i}", f"hello {i}", f"again {i}", f"again {i}"]
+        assert len(_packed(h)) == 17  # packed again as they fell out of the hot set
+
+
+async def test_a_packed_threads_response_reads_back_equal() -> None:
+    async with _harness(ScriptedModel.echo(), hot_sessions=0) as h:
+        first = await h.run("hello", thread_id="a")
+        assert _packed(h) == {"a"}
+        again = await h.get_agent_response(thread_id="a")
+        assert _packed(h) == set()  # reading the response unpacked the session
+        for field in ("output", "text", "items", "usage", "cost", "execution_id", "thread_id"):
+            assert getattr(again, field) == getattr(first, field)
+        assert again.last_layer_usage == first.last_layer_usage
+        assert h._sessions._live["a"].log.items[0] is again.items[0]  # the log and response share items
+
+
+async def test_the_log_object_and_a_view_held_across_packing_stay_live() -> None:
+    async with _harness(ScriptedModel.echo(), hot_sessions=1) as h:
+        await h.run("hello", thread_id="a")
+        log = h._sessions._live["a"].log
+        view = log.items
+        await h.run("other", thread_id="b")  # a falls out of the hot set
+        assert _packed(h) == {"a"}
+        assert len(log) == 2 and len(view) == 2  # counted without unpacking
+        assert _packed(h) == {"a"}
+        assert _texts(view) == ["hello", "hello"]  # the old view unpacks the log
+        assert _packed(h) == set()
+        await h.run("again", thread_id="a")
+        assert h._sessions._live["a"].log is log
+        assert _texts(view) == ["hello", "hello", "again", "again"]
+
+
+async def test_a_packed_session_holds_its_history_as_bytes_only() -> None:
+    async with _harness(ScriptedModel.echo(), hot_sessions=0) as h:
+        await h.run("hello", thread_id="a")
+        session = h._sessions._live["a"]
+        assert session.packed is not None
+        assert list(session.log._items) == [] and session._last_response is None
+        reachable = gc.get_referents(session.packed)
+        assert any(isinstance(obj, bytes) for obj in reachable)
+        assert not any(isinstance(obj, tuple | list) for obj in reachable)
+
+
+async def test_a_session_that_cannot_be_pickled_stays_unpacked() -> None:
+    class Local:  # defined in a function: pickle cannot name it
+        pass
+
+    output = Local()
+    agent = nt.run_code("local", lambda _input, _ctx: output)
+    async with nt.AgentHarness("t", agent_graph=agent, hot_sessions=0) as h:
+        await h.run("hello", thread_id="a")
+        assert _packed(h) == set()
+        assert (await h.get_agent_response(thread_id="a")).output is output
+
+
+async def test_a_stream_made_before_packing_sees_the_next_turn() -> None:
+    async with _harness(ScriptedModel.echo(), hot_sessions=0) as h:
+        await h.run("hello", thread_id="a")
+        events = h.get_full_stream(thread_id="a")  # made now, read after the packing below
+        await h.run("other", thread_id="b")
+        assert "a" in _packed(h)
+        seen: list[str] = []
+
+        async def watch() -> None:
+            async for event in events:
+                seen.append(event.type)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            await h.run("again", thread_id="a")
+        assert seen[0].endswith("turn_started") and seen[-1].endswith("turn_completed")
+
+
+async def test_packed_threads_are_written_out_on_eviction_and_exit_and_come_back(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'run.db'}"
+    model = ScriptedModel.echo()
+    async with _harness(model, storage=url, hot_sessions=1, max_idle_sessions=4) as h:
+        for i in range(8):
+            await h.run(f"hello {i}", thread_id=f"t{i}")
+        await h.wait_background()
+        assert set(h._sessions._live) == {"t4", "t5", "t6", "t7"}  # t0..t3 evicted (written out)
+        assert _packed(h) == {"t4", "t5", "t6"}
+    async with _harness(model, storage=url) as h:  # a new harness reads every history back
+        for i in range(8):
+            await h.run(f"again {i}", thread_id=f"t{i}")
+            assert _texts(model.calls[-1].items) == [f"hello {i}", f"hello {i}", f"again {i}"]
+
+
+async def test_hot_sessions_none_never_packs_and_the_default_is_a_thousand() -> None:
+    async with _harness(ScriptedModel.echo(), hot_sessions=None) as h:
+        for i in range(5):
+            await h.run(f"hello {i}", thread_id=f"t{i}")
+        assert _packed(h) == set()
+    assert _harness(ScriptedModel.echo())._sessions.policy.hot == 1000
+
+
+@pytest.mark.parametrize("hot", [-1, True, 1.5, "auto"])
+def test_bad_hot_sessions_are_config_errors(hot: Any) -> None:
+    with pytest.raises(NoeticConfigError) as err:
+        _harness(ScriptedModel.echo(), hot_sessions=hot)
+    assert err.value.code == "SESSION_POLICY_INVALID"
+    assert "hot_sessions" in err.value.message
+    assert err.value.details["option"] == "hot_sessions"
+    assert "hot_sessions=" in (err.value.hint or "")
+
+
+class _Held:
+    """A `PackedItems` that hands back the items it was given."""
+
+    def __init__(self, items: list[Item]):
+        self.count = len(items)
+        self.items = items
+        self.unpacked = 0
+
+    def unpack(self) -> list[Item]:
+        self.unpacked += 1
+        return self.items
+
+
+def test_an_item_log_unpacks_once_on_its_first_read_or_append() -> None:
+    first = user_message("one")
+    for read in (
+        lambda log: list(log.items),
+        lambda log: log.append(user_message("two")),
+        lambda log: first.id in log,
+        lambda log: log.items[0],
+        lambda log: repr(log.items),
+    ):
+        log = ItemLog([first])
+        held = _Held([first])
+        log.pack(held)
+        assert len(log) == 1 and held.unpacked == 0
+        read(log)
+        read(log)
+        assert held.unpacked == 1
+        assert log.items[0] is first
+
+
+class _Refuses:
+    """An output whose own reduction fails with an error pickle does not know."""
+
+    def __reduce__(self) -> Any:
+        raise RuntimeError("not today")
+
+
+async def test_an_output_whose_reduction_raises_leaves_the_session_unpacked() -> None:
+    output = _Refuses()
+    agent = nt.run_code("refuses", lambda _input, _ctx: output)
+    async with nt.AgentHarness("t", agent_graph=agent, hot_sessions=0) as h:
+        await h.run("hello", thread_id="a")
+        await h.run("hello", thread_id="b")
+        assert _packed(h) == set()
+        assert (await h.get_agent_response(thread_id="a")).output is output
