@@ -12,10 +12,10 @@ import anyio
 import noetic as nt
 import pytest
 from noetic.durable import MemoryCheckpointStore, SqliteCheckpointStore
-from noetic.durable.history import load_point, point_of, thread_prefix
+from noetic.durable.history import load_point, piece_key, point_of, thread_prefix
 from noetic.durable.items import dump_items
 from noetic.durable.snapshot import start_key
-from noetic.items import MessageItem
+from noetic.items import MessageItem, user_message
 from noetic.model import ModelRequest
 from noetic.sessions import history_key
 from noetic.testing import ScriptedModel, text_reply
@@ -323,3 +323,32 @@ async def test_sqlite_store_holds_the_pieces_across_processes(tmp_path: Any) -> 
     finally:
         await store.aclose()
     assert history_key("th") in keys and any(":items:" in key for key in keys)
+
+
+class _SlowRecords(MemoryCheckpointStore):
+    """A store whose writes of a thread's record wait until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release, self.writing = anyio.Event(), anyio.Event()
+
+    async def write(self, sets: Any, deletes: Any = ()) -> None:
+        if any(key.endswith(":history") for key in sets):
+            self.writing.set()
+            await self.release.wait()
+        await super().write(sets, deletes)
+
+
+async def test_hs_1_an_eviction_that_lands_after_a_turn_start_does_not_set_the_thread_back() -> None:
+    store = _SlowRecords()
+    async with _harness(store, max_idle_sessions=0) as h:
+        await h.run("a", thread_id="th")  # evicted: its record (2 items) is written, slowly
+        with anyio.fail_after(5):
+            await store.writing.wait()
+        await h.run([user_message("b")], thread_id="th")  # its start stores 3 items meanwhile
+        store.release.set()
+        await h.wait_background()
+        await h.run("c", thread_id="th", execution_id="c")
+    start = json.loads(await store.get(start_key("c")) or "")
+    piece = json.loads(await store.get(piece_key("th", start["history"]["tip"])) or "")
+    assert piece["start"] == 3  # c's piece follows b's start, not the eviction's shorter point

@@ -98,6 +98,14 @@ def stored_point(session: _Session) -> StoredPoint:
     return EMPTY
 
 
+def _advance_chain(session: _Session, item_log: ItemLog, point: StoredPoint) -> None:
+    """Note that the store's pieces hold `item_log` up to `point`, unless a turn's start
+    stored more of it meanwhile."""
+    chain = session.chain
+    if chain is None or chain[0] is not item_log or chain[1].count < point.count:
+        session.chain = (item_log, point)
+
+
 def _record_current(session: _Session) -> bool:
     """Whether the thread's history record names the session's whole log."""
     stored = session.stored
@@ -335,7 +343,8 @@ class SessionTable:
         for leaving in batch.values():
             session = leaving.session
             session.leaving = False
-            session.stored = session.chain = (leaving.log, leaving.point)
+            session.stored = (leaving.log, leaving.point)
+            _advance_chain(session, leaving.log, leaving.point)
             if _is_idle(session) and leaving.unchanged():
                 self._drop(session)
             else:  # a turn ran while its history was written: the session stays, the record
@@ -431,7 +440,8 @@ class SessionTable:
                 log.warning("%d thread histories could not be saved: %s", len(saved), exc.message)
                 continue
             for session, item_log, point in saved:
-                session.stored = session.chain = (item_log, point)
+                session.stored = (item_log, point)
+                _advance_chain(session, item_log, point)
 
 
 class _Leaving:
