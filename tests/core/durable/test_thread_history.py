@@ -4,6 +4,7 @@ log it started from, and damage is `CHECKPOINT_CORRUPT`, never a wrong history."
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import partial
 from typing import Any
@@ -352,3 +353,37 @@ async def test_hs_1_an_eviction_that_lands_after_a_turn_start_does_not_set_the_t
     start = json.loads(await store.get(start_key("c")) or "")
     piece = json.loads(await store.get(piece_key("th", start["history"]["tip"])) or "")
     assert piece["start"] == 3  # c's piece follows b's start, not the eviction's shorter point
+
+
+async def test_hs_2_a_well_formed_piece_of_another_thread_is_refused(storage: Storage) -> None:
+    await _two_turns(storage)
+    store = storage.open()
+    try:  # a piece whose digest is right but which says it belongs to another thread
+        start = json.loads(await store.get(start_key("e1")) or "")
+        real = json.loads(await store.get(piece_key("th", start["history"]["tip"])) or "")
+        text = json.dumps({**real, "thread_id": "other"}, separators=(",", ":"))
+        digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+        start["history"]["tip"] = digest
+        await store.write({piece_key("th", digest): text, start_key("e1"): json.dumps(start)})
+    finally:
+        await store.aclose()
+    async with _harness(storage.spec()) as h:
+        with pytest.raises(nt.NoeticError) as err:
+            await h.resume("e1")
+    assert err.value.code == "CHECKPOINT_CORRUPT"
+    assert "belongs to thread 'other'" in err.value.message
+
+
+async def test_hs_3_a_version_1_thread_record_with_its_items_inline_is_read_back(storage: Storage) -> None:
+    items = dump_items([user_message("my name is Ada")])
+    store = storage.open()
+    try:
+        await store.set(history_key("ada"), json.dumps({"v": 1, "thread_id": "ada", "items": items}))
+    finally:
+        await store.aclose()
+    async with _harness(storage.spec()) as h:
+        response = await h.run("who am I?", thread_id="ada", execution_id="e")
+        assert _texts(response.items) == ["my name is Ada", "who am I?", "reply-2"]
+    async with _harness(storage.spec()) as h:  # continued: its whole log is now stored as pieces
+        again = await h.resume("e")
+        assert _texts(again.items) == _texts(response.items)
