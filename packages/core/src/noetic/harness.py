@@ -232,9 +232,10 @@ class AgentHarness(Generic[OutT]):
     Idle threads' sessions are evicted from memory under `max_idle_sessions` (a count; the
     default `"auto"` keeps 10,000 idle sessions with `storage=` and every one without) and
     `session_idle_timeout` (seconds; default None, no age bound). With `storage=` a thread's
-    history is written to the store when it is evicted and when the harness exits, and read
-    back on its next turn in any harness on that store; without it an evicted thread's history
-    is lost. See `noetic.sessions` (SE-1..SE-4).
+    history is stored piece by piece as its turns start, named by a record written when the
+    thread is evicted and when the harness exits, and read back on its next turn in any
+    harness on that store (`delete_thread_history` removes it); without it an evicted thread's
+    history is lost. See `noetic.sessions` (SE-1..SE-4) and `noetic.durable.history` (HS-1..HS-4).
     """
 
     def __init__(
