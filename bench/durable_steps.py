@@ -6,8 +6,8 @@ physical floor of one SQLite commit, at 10 / 1,000 / 10,000 items of history (is
 For each history size a thread is first filled with that many items (not timed). A turn is then
 `nt.loop` over one step that appends one small assistant message; each step notes the time, and
 the per-step cost is the median time from one step to the next (a step's work and its
-checkpoint), so the turn's fixed costs (the start record, written once per turn with the history
-in it, and the loop's closing entry) are not in it and a stall of the shared machine does not
+checkpoint), so the turn's fixed costs (the start record, written once per turn with the items
+new since the last turn's start, and the loop's closing entry) are not in it and a stall of the shared machine does not
 move it. The same is measured without storage; the storage's cost per step is the difference. The floor is a bare `sqlite3` loop in the same run, on the same
 disk, committing one row of the size of a ledger entry per `BEGIN IMMEDIATE … COMMIT` with the
 same `journal_mode=WAL` and `synchronous` setting. Each number is the median of `--repeats`
@@ -193,7 +193,8 @@ def report(result: dict[str, Any]) -> str:
         "commit of a ledger-sized row with the same `synchronous` setting, measured just before and "
         "after each configuration. Targets: flatness ≤ 1.2×, storage cost ≤ 1.5× the floor. "
         "`once per turn` is the storage's cost from the turn's start to its first step: the start "
-        "record, which holds the history and so grows with it, written once per execution.",
+        "record, written once per execution, which names the thread's stored history and writes only "
+        "the items new since the previous turn's start (so it should not grow with the history).",
         "",
     ]
     return "\n".join(lines)

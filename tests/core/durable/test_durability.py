@@ -9,7 +9,7 @@ from typing import Any
 import noetic as nt
 import pytest
 from noetic.durable import MemoryCheckpointStore
-from noetic.sessions import history_key
+from noetic.durable.history import thread_prefix
 from noetic.testing import ScriptedModel, text_reply
 
 pytestmark = pytest.mark.anyio
@@ -43,9 +43,9 @@ async def test_a_step_writes_only_its_entry_whatever_the_history(tmp_path: Any) 
         store.batches.clear()
         await h.run("now", thread_id="th", execution_id="last")
     first, *rest, leaving = store.batches
-    assert "execution:last:start" in first[0]  # the history is written once, when the turn starts
-    assert sum(len(v) for v in first[0].values()) > 200_000
-    assert all(key.startswith(history_key("th")) for key in leaving[0])  # and as the thread record, on exit
+    assert "execution:last:start" in first[0]  # the start writes what the log added since the
+    assert sum(len(v) for v in first[0].values()) < 8000  # last start (the previous turn's 5 kB, HS-1)
+    assert all(key.startswith(thread_prefix("th")) for key in leaving[0])  # and the thread record, on exit
     for sets, _ in rest:
         assert not any(":start" in key for key in sets)
         assert sum(len(v) for v in sets.values()) < 3000  # an entry and its items, not the log

@@ -110,16 +110,18 @@ async def test_rs_20_a_large_history_is_stored_in_parts_and_comes_back(storage: 
     model = ScriptedModel(default=lambda request: text_reply("ok"))
     async with nt.AgentHarness("t", agent_graph=graph, model=model, storage=storage.spec()) as h:
         for i in range(3):
-            await h.run("y" * 100_000 + str(i), thread_id="th")
+            await h.run("y" * 300_000 + str(i), thread_id="th")
         crash["fail"] = True
         with pytest.raises(nt.NoeticError):
             await h.run("last", thread_id="th", execution_id="later")
-        assert len(await storage.keys("execution:later:start:part:")) >= 3
+        assert await storage.keys("execution:later:start:part:") == []  # it names the history (HS-1)
+        parts = [key for key in await storage.keys("thread:th:items:") if ":part:" in key]
+        assert len(parts) >= 3 * 2  # each turn's piece, in parts
     crash["fail"] = False
     async with nt.AgentHarness("t", agent_graph=graph, model=model, storage=storage.spec()) as h:
         resp = await h.resume("later")
     texts = [i.text for i in resp.items if isinstance(i, MessageItem) and i.role == "user"]
-    assert texts == ["y" * 100_000 + str(i) for i in range(3)] + ["last"]
+    assert texts == ["y" * 300_000 + str(i) for i in range(3)] + ["last"]
     assert len(model.calls) == 4  # the last turn's model step replayed
 
 

@@ -59,6 +59,7 @@ RUNTIME_CODES = frozenset(
         "EXECUTION_LOCKED",
         "EXECUTION_EXISTS",
         "UNKNOWN_EXECUTION",
+        "THREAD_BUSY",
         "LIMIT_EXCEEDED",
         "DECISION_ANSWER_INVALID",
         # noetic-durable-dbos: executions run by worker processes

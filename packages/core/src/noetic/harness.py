@@ -42,7 +42,7 @@ from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.logs import logger
 from noetic.model import ModelAdapter
 from noetic.runtime import Execution
-from noetic.sessions import DEFAULT_HOT_SESSIONS, EvictionPolicy, SessionTable
+from noetic.sessions import DEFAULT_HOT_SESSIONS, EvictionPolicy, SessionTable, stored_point
 from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streamed_turn import StreamedTurn
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context as OtelContext
     from opentelemetry.trace import TracerProvider
 
+    from noetic.durable.history import StoredPoint
     from noetic.durable.items import Declarations
     from noetic.durable.ledger import StepLedgerRetention
     from noetic.durable.recorder import Durability, Restored
@@ -172,6 +173,7 @@ class _Session:
 
     __slots__ = (
         "_last_response",
+        "chain",
         "current",
         "idle",
         "last_error",
@@ -200,11 +202,14 @@ class _Session:
         self.leaving = False
         #: Set when the thread may have a history in storage to read back before its first turn.
         self.restore_pending = False
-        #: The log and its length when the thread's stored history was last written or read
-        #: (`noetic.sessions`): a different pair means the store lags behind.
-        self.stored: tuple[ItemLog, int] | None = None
         #: The packed log and response while the session is packed (SE-5), else None.
         self.packed: PackedSession | None = None
+        #: The log and the point its thread's history record named when last written or read
+        #: (`noetic.sessions`): another log, or a shorter point, means the record lags behind.
+        self.stored: tuple[ItemLog, StoredPoint] | None = None
+        #: The log and how far of it the store's history pieces hold (`noetic.durable.history`):
+        #: a turn's start and an eviction write only the items past that point.
+        self.chain: tuple[ItemLog, StoredPoint] | None = None
 
     @property
     def last_response(self) -> HarnessResponse | None:
@@ -249,11 +254,13 @@ class AgentHarness(Generic[OutT]):
     Idle threads' sessions are evicted from memory under `max_idle_sessions` (a count; the
     default `"auto"` keeps 10,000 idle sessions with `storage=` and every one without) and
     `session_idle_timeout` (seconds; default None, no age bound). With `storage=` a thread's
-    history is written to the store when it is evicted and when the harness exits, and read
-    back on its next turn in any harness on that store; without it an evicted thread's history
-    is lost. Past the `hot_sessions` most recently idle sessions (default 1,000; None: no
+    history is stored piece by piece as its turns start, named by a record written when the
+    thread is evicted and when the harness exits, and read back on its next turn in any
+    harness on that store (`delete_thread_history` removes it); without it an evicted thread's
+    history is lost. Past the `hot_sessions` most recently idle sessions (default 1,000; None: no
     bound), an idle session's history and last response are packed into bytes until its thread
-    is used again, invisibly (SE-5). See `noetic.sessions` (SE-1..SE-5).
+    is used again, invisibly (SE-5). See `noetic.sessions` (SE-1..SE-5) and
+    `noetic.durable.history` (HS-1..HS-4).
     """
 
     def __init__(
@@ -825,6 +832,8 @@ class AgentHarness(Generic[OutT]):
         else:  # the snapshot's log is the thread's history as the execution saw it (RS-14)
             ctx = restored.context(run)
             session.log = ctx.item_log
+            if restored.snapshot.history is not None:  # its stored pieces go on from there
+                session.chain = (session.log, restored.snapshot.history)
         run.root = ctx
         session.log._listeners.clear()
         run.watch_log(ctx)
@@ -840,7 +849,7 @@ class AgentHarness(Generic[OutT]):
         try:
             graph_input = self._turn_input(tickets, ctx) if restored is None else restored.snapshot.input
             if self.storage is not None or self._store is not None:  # else nothing to attach
-                await self._make_durable(run, graph_input, first_item, restored)
+                await self._make_durable(run, session, graph_input, first_item, restored)
             if self.layer_set.specs or run.layers.root is not None:
                 await run.layers.start_root(ctx, self.layer_set)
             output = await execute(self.agent_graph, graph_input, ctx)  # type: ignore[arg-type]
@@ -923,9 +932,10 @@ class AgentHarness(Generic[OutT]):
             ticket.finish(response, error)
 
     async def _make_durable(
-        self, run: Execution, graph_input: Any, first_item: int, restored: Restored | None
+        self, run: Execution, session: _Session, graph_input: Any, first_item: int, restored: Restored | None
     ) -> None:
-        """Attach the ledger and recorder of a resumed or (with storage) a new execution."""
+        """Attach the ledger and recorder of a resumed or (with storage) a new execution (whose
+        start writes only the session's items its thread's stored history lacks, HS-1)."""
         store = self._checkpoint_store()
         if store is None:
             return
@@ -935,14 +945,17 @@ class AgentHarness(Generic[OutT]):
         else:
             from noetic.durable.recorder import begin
 
-            await begin(
+            written = await begin(
                 run,
                 store,
                 self._retention,
                 input=graph_input,
                 first_item=first_item,
                 durability=self.durability,
+                stored=stored_point(session),
             )
+            if written is not None:
+                session.chain = (session.log, written)
 
     def _response(self, ctx: Context, output: Any, first_item: int) -> HarnessResponse:
         items = tuple(ctx.item_log.items)
@@ -1087,6 +1100,27 @@ class AgentHarness(Generic[OutT]):
             if any(ticket.execution_id == execution_id for ticket in session.queue):
                 return True
         return False
+    async def delete_thread_history(self, thread_id: str) -> None:
+        """Remove the thread's stored history — the record naming it and every piece of it —
+        from the checkpoint store, and start the thread over here: its next turn has an empty
+        history (HS-4).
+
+        Raises `THREAD_BUSY` while a turn of the thread runs or waits in this harness (no other
+        harness may be running one either). Executions of the thread that still have a
+        checkpoint can no longer be resumed (their resume raises `CHECKPOINT_CORRUPT` naming
+        the missing piece): `clear_checkpoint` them too.
+        """
+        store = self._checkpoint_store()
+        if store is None:
+            raise self._no_store("delete_thread_history")
+        from noetic.durable.history import thread_prefix
+
+        self._sessions.check_not_busy(thread_id)
+        keys = await store.list_prefix(thread_prefix(thread_id))
+        self._sessions.check_not_busy(thread_id)  # a turn may have started while listing
+        self._sessions.forget(thread_id)
+        if keys:
+            await store.write({}, keys)
 
     def _no_store(self, what: str) -> NoeticConfigError:
         return NoeticConfigError(

@@ -19,11 +19,17 @@ stream; only idle sessions are evicted (SE-1). Channels belong to executions and
 their turn ends, and background jobs (cost reconciliation) hold their execution, not the
 session, so neither keeps a session.
 
-With `storage=`, a thread's history is written to the checkpoint store as one record at
-`thread:{thread_id}:history` (split into parts when large) when its session is evicted — and
-only then is the session dropped from memory — and, for every session whose history changed
-since, when the harness exits. The thread's first turn in a harness reads that record back, so
-the model sees every earlier message (SE-2); the record stays until a newer one replaces it.
+With `storage=`, a thread's history lives in the checkpoint store as the chain of pieces of
+`noetic.durable.history` (each turn's start writes the piece its log adds, HS-1) and a small
+record at `thread:{thread_id}:history` naming how far of that chain is the thread's history.
+That record is written when the session is evicted — and only then is the session dropped
+from memory — and, for every session whose history changed since, when the harness exits;
+either writes the piece of items no turn start stored yet (the last turn's output) and the
+record, never the whole history again. The thread's first turn in a harness reads the record
+and its pieces back, so the model sees every earlier message (SE-2); the record stays until a
+newer one replaces it. Two harnesses that continue one thread at once fork it: the record
+names whichever history was written last, whole, never a mix (HS-4).
+`delete_thread_history` (on the harness) removes the record and the pieces.
 A harness on the same store in another process, or the next run of the program, picks the
 record up the same way. A write that fails on eviction keeps the session in memory (logged),
 so no history is lost; a process killed between two writes loses the turns since the last
@@ -54,6 +60,7 @@ from noetic.items import ItemLog
 from noetic.logs import logger
 
 if TYPE_CHECKING:
+    from noetic.durable.history import StoredPoint
     from noetic.durable.items import Declarations
     from noetic.durable.store import CheckpointStore
     from noetic.harness import _Session
@@ -65,6 +72,7 @@ __all__ = [
     "EvictionPolicy",
     "SessionTable",
     "history_key",
+    "stored_point",
 ]
 
 log = logger("noetic.sessions")
@@ -73,16 +81,41 @@ log = logger("noetic.sessions")
 DEFAULT_MAX_IDLE_SESSIONS = 10_000
 #: Idle sessions kept unpacked by default (SE-5); older idle ones are packed.
 DEFAULT_HOT_SESSIONS = 1000
-#: The layout of the history record this code writes and reads.
-HISTORY_VERSION = 1
+#: The layout of the history record this code writes (it reads version 1 too, items inline).
+HISTORY_VERSION = 2
 #: Evicted sessions written to the store in one atomic batch, at most.
 _BATCH = 256
 
 
 def history_key(thread_id: str) -> str:
-    """Where an evicted thread's history lives (the id is percent-encoded, so no thread's
-    key is a prefix of another's)."""
+    """Where the record naming an evicted thread's history lives (the id is percent-encoded,
+    so no thread's key is a prefix of another's)."""
     return f"thread:{quote(thread_id, safe='')}:history"
+
+
+def stored_point(session: _Session) -> StoredPoint:
+    """How far of the session's log the store's history pieces hold (the empty point when
+    they hold none of this log)."""
+    from noetic.durable.history import EMPTY
+
+    chain = session.chain
+    if chain is not None and chain[0] is session.log and chain[1].count <= len(session.log):
+        return chain[1]
+    return EMPTY
+
+
+def _advance_chain(session: _Session, item_log: ItemLog, point: StoredPoint) -> None:
+    """Note that the store's pieces hold `item_log` up to `point`, unless a turn's start
+    stored more of it meanwhile."""
+    chain = session.chain
+    if chain is None or chain[0] is not item_log or chain[1].count < point.count:
+        session.chain = (item_log, point)
+
+
+def _record_current(session: _Session) -> bool:
+    """Whether the thread's history record names the session's whole log."""
+    stored = session.stored
+    return stored is not None and stored[0] is session.log and stored[1].count == len(session.log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,7 +327,7 @@ class SessionTable:
             self._evict(session)
 
     def _evict(self, session: _Session) -> None:
-        if not self._durable or session.restore_pending:  # nothing (new) to write
+        if not self._durable or session.restore_pending or _record_current(session):  # nothing new to write
             self._drop(session)
             return
         session.leaving = True
@@ -324,7 +357,7 @@ class SessionTable:
                         session.leaving = False
                         continue
                     try:
-                        batch[session.thread_id] = _Leaving(session, _history_rows(session))
+                        batch[session.thread_id] = _Leaving(session, *_history_rows(session))
                     except (TypeError, ValueError) as exc:
                         self._keep(session, f"its history is not JSON ({exc})")
                         continue
@@ -350,7 +383,8 @@ class SessionTable:
         for leaving in batch.values():
             session = leaving.session
             session.leaving = False
-            session.stored = (leaving.log, leaving.length)
+            session.stored = (leaving.log, leaving.point)
+            _advance_chain(session, leaving.log, leaving.point)
             if _is_idle(session) and leaving.unchanged():
                 self._drop(session)
             else:  # a turn ran while its history was written: the session stays, the record
@@ -366,19 +400,48 @@ class SessionTable:
 
     async def restore(self, session: _Session) -> None:
         """Read the thread's stored history back into its session (SE-2); the record stays
-        until a newer one replaces it. A damaged record raises `CHECKPOINT_CORRUPT`."""
+        until a newer one replaces it. A damaged record or piece raises `CHECKPOINT_CORRUPT`."""
+        from noetic.durable.history import EMPTY, load_point
+
         store = self._store()
         if store is None:
             session.restore_pending = False
             return
         key = history_key(session.thread_id)
         keys = await store.list_prefix(key)
+        point: StoredPoint | None = EMPTY
         if key in keys:
             rows = await store.get_many(keys)
-            items = _load_history(key, rows, session.thread_id, self._declarations())
+            items, point = _load_history(key, rows, session.thread_id, self._declarations())
+            if point is not None:
+                items = await load_point(store, session.thread_id, point, self._declarations(), owner=key)
             session.log = ItemLog([*items, *session.log.items])
-        session.stored = (session.log, len(session.log))
+        if point is not None:  # a version-1 record names no pieces: the next write stores them
+            session.stored = session.chain = (session.log, point)
         session.restore_pending = False
+
+    def check_not_busy(self, thread_id: str) -> None:
+        """Raise `THREAD_BUSY` when a turn runs or waits on the thread, or its history is
+        being written out."""
+        session = self._live.get(thread_id)
+        if session is not None and (session.leaving or session.running or session.queue or session.current):
+            raise NoeticError(
+                "THREAD_BUSY",
+                f"thread {thread_id!r} has a turn running or queued (or its history is being saved); "
+                "wait for it to finish (await harness.wait_background()), then delete its history",
+                thread_id=thread_id,
+            )
+
+    def forget(self, thread_id: str) -> None:
+        """Start the thread over in memory: its session (if any) gets an empty history with
+        nothing stored (a deleted thread history is not read back)."""
+        from noetic.durable.history import EMPTY
+
+        session = self._live.get(thread_id)
+        if session is not None:
+            session.log = ItemLog()
+            session.stored = session.chain = (session.log, EMPTY)  # as good as no record at all
+            session.restore_pending = False
 
     async def save_all(self) -> None:
         """Write the history of every session in memory that changed since its record was
@@ -389,7 +452,7 @@ class SessionTable:
         changed = [
             session
             for session in self._live.values()
-            if not session.restore_pending and session.stored != (session.log, len(session.log))
+            if not session.restore_pending and not _record_current(session)
         ]
         if not changed:
             return
@@ -402,31 +465,35 @@ class SessionTable:
             return
         for start in range(0, len(changed), _BATCH):
             rows: dict[str, str] = {}
-            saved: list[tuple[_Session, ItemLog, int]] = []
+            saved: list[tuple[_Session, ItemLog, StoredPoint]] = []
             for session in changed[start : start + _BATCH]:
                 try:
-                    rows.update(_history_rows(session))
+                    session_rows, point = _history_rows(session)
                 except (TypeError, ValueError) as exc:
                     log.warning("thread %r: its history is not JSON, not saved: %s", session.thread_id, exc)
                     continue
-                saved.append((session, session.log, len(session.log)))
+                rows.update(session_rows)
+                saved.append((session, session.log, point))
             try:
                 await store.write(rows)
             except NoeticError as exc:
                 log.warning("%d thread histories could not be saved: %s", len(saved), exc.message)
                 continue
-            for session, item_log, length in saved:
-                session.stored = (item_log, length)
+            for session, item_log, point in saved:
+                session.stored = (item_log, point)
+                _advance_chain(session, item_log, point)
 
 
 class _Leaving:
-    """A session being written out: its record's rows and the log they were made from."""
+    """A session being written out: its record's rows, the point they store and the log
+    they were made from."""
 
-    __slots__ = ("length", "log", "rows", "session")
+    __slots__ = ("length", "log", "point", "rows", "session")
 
-    def __init__(self, session: _Session, rows: dict[str, str]):
+    def __init__(self, session: _Session, rows: dict[str, str], point: StoredPoint):
         self.session = session
         self.rows = rows
+        self.point = point
         self.log = session.log
         self.length = len(session.log)
 
@@ -435,34 +502,51 @@ class _Leaving:
         return self.session.log is self.log and len(self.log) == self.length
 
 
-def _history_rows(session: _Session) -> dict[str, str]:
-    """The rows of the session's history record (raises `TypeError`/`ValueError` if it is not JSON)."""
-    from noetic.durable.items import items_json
-    from noetic.durable.parts import split_record
+def _history_rows(session: _Session) -> tuple[dict[str, str], StoredPoint]:
+    """The rows of the session's history record — with the piece of items the store's pieces
+    lack — and the point it names (raises `TypeError`/`ValueError` if the history is not JSON)."""
+    from noetic.durable.history import append_rows, point_json
     from noetic.durable.store import encode_document
 
-    head = encode_document({"v": HISTORY_VERSION, "thread_id": session.thread_id})
-    text = f'{head[:-1]},"items":{items_json(session.log.items)}}}'
-    return split_record(history_key(session.thread_id), text)
+    rows, point = append_rows(session.thread_id, session.log.items, stored_point(session))
+    head = {"v": HISTORY_VERSION, "thread_id": session.thread_id, "history": point_json(point)}
+    rows[history_key(session.thread_id)] = encode_document(head)
+    return rows, point
 
 
-def _load_history(key: str, rows: dict[str, str], thread_id: str, declarations: Declarations) -> list[Any]:
-    """The items of a history record, checked: anything else is `CHECKPOINT_CORRUPT`."""
+def _load_history(
+    key: str, rows: dict[str, str], thread_id: str, declarations: Declarations
+) -> tuple[list[Any], StoredPoint | None]:
+    """A history record, checked (anything else is `CHECKPOINT_CORRUPT`): the point of the
+    thread's pieces it names (version 2), or its inline items (version 1) and None."""
     from pydantic import ValidationError
 
+    from noetic.durable.history import point_of
     from noetic.durable.items import load_items
     from noetic.durable.parts import join_record
     from noetic.durable.store import describe_error
 
     record = join_record(key, rows)
-    if not (isinstance(record, dict) and set(record) == {"v", "thread_id", "items"}):
+    if not (
+        isinstance(record, dict)
+        and set(record) in ({"v", "thread_id", "items"}, {"v", "thread_id", "history"})
+    ):
         raise _damaged(key, thread_id, "it is not a history record")
-    if record["v"] != HISTORY_VERSION:
-        raise _damaged(key, thread_id, f"it has version {record['v']!r}, this code reads {HISTORY_VERSION}")
+    if record["v"] not in (1, HISTORY_VERSION) or isinstance(record["v"], bool):
+        raise _damaged(
+            key, thread_id, f"it has version {record['v']!r}, this code reads 1 or {HISTORY_VERSION}"
+        )
     if record["thread_id"] != thread_id:
         raise _damaged(key, thread_id, f"it belongs to thread {record['thread_id']!r}")
+    if record["v"] == HISTORY_VERSION:
+        point = point_of(record.get("history"))
+        if point is None or "items" in record:
+            raise _damaged(key, thread_id, "it does not name a point of the thread's stored history")
+        return [], point
+    if "items" not in record:
+        raise _damaged(key, thread_id, "it is not a history record")
     try:
-        return load_items(record["items"], declarations)
+        return load_items(record["items"], declarations), None
     except (ValidationError, NoeticError, ValueError, TypeError) as exc:
         raise _damaged(key, thread_id, f"its items do not parse ({describe_error(exc)})") from None
 

@@ -90,8 +90,9 @@ def _drop(ref: _ItemRef) -> None:
 def item_json(item: Item) -> str:
     """The item's JSON text, encoded once per item object.
 
-    Items are frozen values, and a thread's history is written again at the start of each of
-    its turns, so caching the text keeps that write to joining strings. An entry is dropped
+    Items are frozen values, and an item's text is needed more than once (the ledger entry of
+    the step that appended it, the thread's history piece), so caching it keeps the later
+    writes to joining strings. An entry is dropped
     when its item is collected. Raises `ValueError` or `TypeError` for an item that is not
     plain JSON or nests deeper than `ITEM_DEPTH`.
     """

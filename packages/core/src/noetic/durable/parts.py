@@ -19,7 +19,7 @@ from typing import Any
 
 from noetic.durable.store import corrupt, decode_document, encode_document
 
-__all__ = ["PART_BYTES", "is_part_key", "join_record", "split_record"]
+__all__ = ["PART_BYTES", "is_part_key", "join_record", "join_text", "split_record"]
 
 #: The largest record stored in one piece, and the size of each part of a larger one.
 PART_BYTES = 128 * 1024
@@ -47,6 +47,19 @@ def join_record(key: str, rows: Mapping[str, str], *, execution_id: str | None =
     head = decode_document(key, rows[key], execution_id=execution_id)
     if not (isinstance(head, dict) and set(head) == {"parts", "length"}):
         return head
+    return decode_document(key, _joined(key, head, rows, execution_id), execution_id=execution_id)
+
+
+def join_text(key: str, rows: Mapping[str, str], *, execution_id: str | None = None) -> str:
+    """The text of the record at `key` exactly as it was split (parts joined, not decoded)."""
+    text = rows[key]
+    head = decode_document(key, text, execution_id=execution_id) if text.startswith('{"parts":') else None
+    if not (isinstance(head, dict) and set(head) == {"parts", "length"}):
+        return text
+    return _joined(key, head, rows, execution_id)
+
+
+def _joined(key: str, head: dict[str, Any], rows: Mapping[str, str], execution_id: str | None) -> str:
     count, length = head["parts"], head["length"]
     if not (_whole(count) and _whole(length) and count <= length // PART_BYTES + 1):
         raise corrupt(key, "its part count or length is not a whole number", execution_id=execution_id)
@@ -62,7 +75,7 @@ def join_record(key: str, rows: Mapping[str, str], *, execution_id: str | None =
     text = "".join(pieces)
     if len(text) != length:
         raise corrupt(key, f"its parts hold {len(text)} characters, not {length}", execution_id=execution_id)
-    return decode_document(key, text, execution_id=execution_id)
+    return text
 
 
 def _whole(value: Any) -> bool:

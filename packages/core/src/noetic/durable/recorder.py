@@ -1,8 +1,9 @@
 """How the harness makes an execution durable, and how it picks one up again.
 
 - `begin` (a new execution, when the harness has storage): claim the execution id, refuse an id
-  that already has a checkpoint (`EXECUTION_EXISTS`), write the start record and the first
-  snapshot, and attach a `Recorder` and an empty `StepLedger` to the `Execution`.
+  that already has a checkpoint (`EXECUTION_EXISTS`), write the start record — with the piece
+  of the thread's history not stored yet (HS-1) — and the first snapshot in one batch, and
+  attach a `Recorder` and an empty `StepLedger` to the `Execution`.
 - `restore` (`harness.resume`): claim the id, read and check the start record, the snapshot
   and the whole ledger — any damage is `CHECKPOINT_CORRUPT` here, before the turn starts —
   and return a `Restored` the harness runs as a turn: a context with the original id,
@@ -12,7 +13,8 @@
   when it changed, as one atomic write — never the history again. `durability=` says when
   that write is committed (`durability_of`). A failing save is logged and never fails the
   step (CTX-16): the execution goes on, only less resumable.
-- `clear`: remove every record of the execution (RS-13).
+- `clear`: remove every record of the execution (RS-13); the thread's history pieces it named
+  stay, for the thread and its other executions (HS-4).
 
 The claim is held for the whole attempt and released when the turn ends; a crashed process's
 claim disappears with it.
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
+from noetic.durable.history import EMPTY, StoredPoint
 from noetic.durable.items import Declarations
 from noetic.durable.ledger import LedgerWindow, LedgerWrite, StepLedger, StepLedgerRetention, load_ledger
 from noetic.durable.snapshot import (
@@ -151,6 +154,11 @@ class Recorder:
                     exc_info=True,
                 )
 
+    @property
+    def pending(self) -> bool:
+        """Whether rows are staged that no write has committed yet."""
+        return bool(self._sets or self._deletes)
+
     def _stage(self, sets: Mapping[str, str], deletes: Iterable[str]) -> None:
         for key in deletes:
             self._sets.pop(key, None)
@@ -188,24 +196,27 @@ async def begin(
     input: Any,
     first_item: int,
     durability: Durability = "step",
-) -> None:
-    """Make the new execution of `run` durable (see the module docstring).
+    stored: StoredPoint = EMPTY,
+) -> StoredPoint | None:
+    """Make the new execution of `run` durable (see the module docstring); the thread's
+    stored history holds the first `stored.count` items of its log already.
 
-    Raises `EXECUTION_LOCKED` or `EXECUTION_EXISTS`; when the store itself fails, or the input
-    is not plain JSON, it logs why and the execution runs without a checkpoint.
+    Returns the stored point of the log once the start record is written (None when it is
+    not). Raises `EXECUTION_LOCKED` or `EXECUTION_EXISTS`; when the store itself fails, or the
+    input is not plain JSON, it logs why and the execution runs without a checkpoint.
     """
     ctx = run.root
     assert ctx is not None
     if not is_plain_json(input):
         log.warning("execution %s is not checkpointed: its input is not plain JSON (%r)", ctx.id, input)
-        return
+        return None
     try:
         claim = await store.claim(ctx.id)
     except NoeticError as exc:
         if exc.code == "EXECUTION_LOCKED":
             raise
         log.warning("execution %s is not checkpointed: the checkpoint store failed: %s", ctx.id, exc)
-        return
+        return None
     try:
         existing = await store.get(snapshot_key(ctx.id))
     except Exception as exc:
@@ -213,7 +224,7 @@ async def begin(
         log.warning(
             "execution %s is not checkpointed: the checkpoint store failed: %s", ctx.id, exc, exc_info=True
         )
-        return
+        return None
     except BaseException:
         with anyio.CancelScope(shield=True):
             await claim.release()
@@ -228,14 +239,15 @@ async def begin(
         )
     try:
         workflow = workflow_document(run.harness.agent_graph)
-        start = start_rows(ctx, input=input, first_item=first_item, workflow=workflow)
+        start, point = start_rows(ctx, input=input, first_item=first_item, workflow=workflow, stored=stored)
     except (TypeError, ValueError) as exc:
         await claim.release()
         log.warning("execution %s is not checkpointed: its history is not plain JSON (%s)", ctx.id, exc)
-        return
+        return None
     run.recorder = Recorder(store, claim, SnapshotWriter(ctx.id), mode=durability, start=start)
     run.ledger = StepLedger(ctx.id, retention=retention)
     await run.recorder.save(run)
+    return None if run.recorder.pending else point
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,7 +315,8 @@ async def restore(store: CheckpointStore, execution_id: str, declarations: Decla
 
 
 async def clear(store: CheckpointStore, execution_id: str) -> None:
-    """Remove an execution's snapshot and every ledger shard in one write (RS-13).
+    """Remove an execution's start record, snapshot and every ledger shard in one write
+    (RS-13); the thread's history pieces stay (HS-4).
 
     Raises `EXECUTION_LOCKED` while the execution runs or resumes.
     """

@@ -5,9 +5,12 @@ Two records, so that no step ever writes the history again:
 - the **start record** at `execution:{id}:start`, written once when the execution begins:
   its identity (`execution_id`, `thread_id`, `resource_id`), the graph input, `first_item`,
   `started_at`, the JSON workflow document when the agent graph is one (`workflow`, for the
-  inspector, IN-1) and the item log as it stood at the start (history and turn input). Everything the steps
-  append comes back from their ledger entries, in order, or from running them again. A large
-  history is split into parts (`noetic.durable.parts`).
+  inspector, IN-1) and the item log as it stood at the start (history and turn input) — not
+  copied: the record names a point of the thread's stored history (`history`: item count and
+  the digest of its last piece, `noetic.durable.history`), and the start writes, in the same
+  atomic batch, only the piece of items past the thread's last stored point (HS-1). Everything
+  the steps append comes back from their ledger entries, in order, or from running them again.
+  A start record of version 2 (written before, the items inline) is still read (HS-3).
 - the **snapshot** at `execution:{id}:snapshot`: what changes as the execution runs — the
   root `state` when it is plain JSON, `complete()`'s signal, the layer states (through the
   layer runtime's `export_state()`), `captured_at`, which `attempt` wrote it (1, then one
@@ -16,7 +19,7 @@ Two records, so that no step ever writes the history again:
   `ended_at` (IN-1). It is rewritten in the same atomic
   batch as a completed step's ledger entry, when it changed (the recorder compares).
 
-Both carry a version. Another version raises `NoeticConfigError("CHECKPOINT_SCHEMA_MISMATCH")`;
+Both carry a version (the start record `START_VERSION`, the snapshot `SNAPSHOT_VERSION`). Another version raises `NoeticConfigError("CHECKPOINT_SCHEMA_MISMATCH")`;
 a record that does not read back as exactly what this code writes — bad JSON, nesting deeper
 than `MAX_DEPTH`, a field of the wrong shape, an item that does not parse, layer states that
 are not `export_state()` data — raises `NoeticError("CHECKPOINT_CORRUPT")` naming the
@@ -42,7 +45,8 @@ from pydantic import (
     ValidationError,
 )
 
-from noetic.durable.items import Declarations, ItemsRecord, items_json, load_items
+from noetic.durable.history import EMPTY, StoredPoint, append_rows, load_point, point_json, point_of
+from noetic.durable.items import Declarations, ItemsRecord, load_items
 from noetic.durable.parts import join_record, split_record
 from noetic.durable.store import (
     CheckpointStore,
@@ -62,6 +66,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_REASON",
     "SNAPSHOT_VERSION",
+    "START_VERSION",
     "ExecutionSnapshot",
     "Outcome",
     "SnapshotWriter",
@@ -75,8 +80,10 @@ __all__ = [
     "workflow_document",
 ]
 
-#: The layout of the start record and the snapshot this code writes and reads.
+#: The layout of the snapshot this code writes and reads.
 SNAPSHOT_VERSION = 2
+#: The layout of the start record this code writes (it also reads version 2, history inline).
+START_VERSION = 3
 #: How an attempt's turn ended, as the snapshot records it.
 Outcome = Literal["completed", "failed", "aborted"]
 #: The longest failure reason a snapshot keeps (characters).
@@ -121,9 +128,10 @@ class _Strict(BaseModel):
 
 
 class StartRecord(_Strict):
-    """The start record as stored."""
+    """The start record as stored: version 3 names a point of the thread's stored history
+    (`history`), version 2 holds the items inline (`items`)."""
 
-    v: Literal[2]
+    v: Literal[2, 3]
     execution_id: str
     thread_id: str
     resource_id: str | None = None
@@ -131,7 +139,8 @@ class StartRecord(_Strict):
     first_item: NonNegativeInt
     started_at: str | None = None
     workflow: dict[str, Any] | None = None
-    items: ItemsRecord
+    items: ItemsRecord | None = None
+    history: dict[str, Any] | None = None
 
 
 class _SavedLayer(BaseModel):
@@ -191,6 +200,8 @@ class ExecutionSnapshot:
     outcome: Outcome | None = None
     reason: str | None = None
     ended_at: str | None = None
+    #: The point of the thread's stored history `items` are (None for a version-2 start record).
+    history: StoredPoint | None = None
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -208,12 +219,17 @@ def workflow_document(graph: Any) -> dict[str, Any] | None:
     return data
 
 
-def start_rows(ctx: Context, *, input: Any, first_item: int, workflow: Any = None) -> dict[str, str]:
+def start_rows(
+    ctx: Context, *, input: Any, first_item: int, workflow: Any = None, stored: StoredPoint = EMPTY
+) -> tuple[dict[str, str], StoredPoint]:
     """The rows of the start record of the execution of root context `ctx`, before its first
-    step ran (its log is the base log; `workflow` is its `workflow_document`); raises
-    `TypeError`/`ValueError` if it is not JSON."""
+    step ran (its log is the base log, whose first `stored.count` items the thread's stored
+    history already holds; `workflow` is its `workflow_document`), and the stored point they
+    make; raises `TypeError`/`ValueError` if it is not JSON."""
+    items = ctx.item_log.items
+    rows, point = append_rows(ctx.thread_id, items, stored if stored.count <= len(items) else EMPTY)
     record = {
-        "v": SNAPSHOT_VERSION,
+        "v": START_VERSION,
         "execution_id": ctx.id,
         "thread_id": ctx.thread_id,
         "resource_id": ctx.resource_id,
@@ -223,8 +239,9 @@ def start_rows(ctx: Context, *, input: Any, first_item: int, workflow: Any = Non
     }
     if workflow is not None:
         record["workflow"] = workflow
-    text = f'{encode_document(record)[:-1]},"items":{items_json(ctx.item_log.items)}}}'
-    return split_record(start_key(ctx.id), text)
+    record["history"] = point_json(point)
+    rows.update(split_record(start_key(ctx.id), encode_document(record)))
+    return rows, point
 
 
 class SnapshotWriter:
@@ -312,10 +329,13 @@ async def load_snapshot(
     if begin not in rows:
         raise corrupt(begin, "the start record is missing", execution_id=execution_id)
     raw_start = join_record(begin, rows, execution_id=execution_id)
-    _check_version(begin, raw_start, "v", execution_id)
+    _check_version(begin, raw_start, "v", execution_id, accepted=(2, START_VERSION))
     try:
         start = StartRecord.model_validate(raw_start)
-        items = load_items(start.items, declarations)
+        point = point_of(start.history)
+        if (start.v == 2) != (start.items is not None) or (start.v == 3 and point is None):
+            raise ValueError("its item log is neither inline nor a stored-history point")
+        items = load_items(start.items, declarations) if start.items is not None else []
     except (ValidationError, NoeticError, ValueError, TypeError) as exc:
         raise corrupt(
             begin, f"it is not a start record ({describe_error(exc)})", execution_id=execution_id
@@ -323,6 +343,10 @@ async def load_snapshot(
     for record, key in ((snap, skey), (start, begin)):
         if record.execution_id != execution_id:
             raise corrupt(key, f"it belongs to execution {record.execution_id!r}", execution_id=execution_id)
+    if point is not None:  # HS-2: the thread's stored history up to the point, checked
+        items = await load_point(
+            store, start.thread_id, point, declarations, owner=begin, execution_id=execution_id
+        )
     if start.first_item > len(items):
         raise corrupt(begin, "first_item points past its item log", execution_id=execution_id)
     return ExecutionSnapshot(
@@ -344,18 +368,22 @@ async def load_snapshot(
         outcome=snap.outcome,
         reason=snap.reason,
         ended_at=snap.ended_at,
+        history=point,
     )
 
 
-def _check_version(key: str, raw: Any, field: str, execution_id: str) -> None:
+def _check_version(
+    key: str, raw: Any, field: str, execution_id: str, accepted: tuple[int, ...] = (SNAPSHOT_VERSION,)
+) -> None:
     if not isinstance(raw, dict) or field not in raw:
         raise corrupt(key, "it is not a record this code writes", execution_id=execution_id)
     version = raw[field]
-    if version != SNAPSHOT_VERSION:
+    if isinstance(version, bool) or version not in accepted:
+        record = "start record" if field == "v" else "snapshot"
         raise NoeticConfigError(
             "CHECKPOINT_SCHEMA_MISMATCH",
-            f"the checkpoint of execution {execution_id!r} has snapshot version {version!r}; this "
-            f"version of Noetic reads version {SNAPSHOT_VERSION}",
+            f"the checkpoint of execution {execution_id!r} has {record} version {version!r}; this "
+            f"version of Noetic reads version {' or '.join(map(str, accepted))}",
             hint="Resume it with the Noetic version that wrote it, or clear_checkpoint() it and start over.",
             execution_id=execution_id,
             found=version,

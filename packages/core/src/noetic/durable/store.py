@@ -4,8 +4,10 @@ A checkpoint store is an async key-value store of **JSON text**: every value is 
 document, written and read back verbatim (never pickle, never class tags), and every document
 the runtime writes carries its own schema version. Keys are plain strings; the runtime owns
 the layout under `execution:{id}:` — the start record at `execution:{id}:start` (identity,
-input, base item log; written once), the snapshot at `execution:{id}:snapshot` (state,
-completion, layer states) and the step ledger's shards at `execution:{id}:ledger:{seq:08d}`.
+input, the point of the thread's stored history it started from; written once), the snapshot at `execution:{id}:snapshot` (state,
+completion, layer states) and the step ledger's shards at `execution:{id}:ledger:{seq:08d}` —
+and under `thread:{id}:`: the thread's history pieces and the record naming its history
+(`noetic.durable.history`, `noetic.sessions`).
 A record larger than 128 KiB is split into parts under `{key}:part:{n:06d}`
 (`noetic.durable.parts`), so no value a backend holds is ever larger than about that.
 
