@@ -11,6 +11,7 @@ import anyio
 import noetic as nt
 import pytest
 from noetic.durable import CheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
+from noetic.durable.claims import claims_held
 from noetic.durable.memory import memory_store_from_url
 from noetic.durable.sqlite import sqlite_store_from_url
 
@@ -267,6 +268,23 @@ async def test_sqlite_full_commits_a_lone_execution_on_the_callers_thread(
     assert sorted(other.execute("SELECT key FROM noetic_rows")) == [("a",), ("b",), ("c",), ("open",)]
     other.close()
     await full.aclose()
+
+
+async def test_claims_held_counts_the_claims_of_every_table_in_the_process(tmp_path: Path) -> None:
+    sqlite = SqliteCheckpointStore(str(tmp_path / "c.db"))
+    memory = MemoryCheckpointStore()
+    before = claims_held()
+    first = await sqlite.claim("a")
+    second = await memory.claim("b")
+    assert claims_held() == before + 2
+    with pytest.raises(nt.NoeticError):
+        await memory.claim("b")  # a refused claim is not counted
+    assert claims_held() == before + 2
+    await second.release()
+    await second.release()  # idempotent: counted down once
+    await first.release()
+    assert claims_held() == before
+    await sqlite.aclose()
 
 
 async def test_a_lone_durable_turn_waits_for_its_flushes_without_thread_hops(
