@@ -270,6 +270,14 @@ async def test_sqlite_full_commits_a_lone_execution_on_the_callers_thread(
     await full.aclose()
 
 
+@pytest.mark.parametrize("inline", ["no", 0, None])
+def test_sqlite_inline_must_be_a_bool(tmp_path: Path, inline: Any) -> None:
+    with pytest.raises(nt.NoeticConfigError) as err:
+        SqliteCheckpointStore(str(tmp_path / "i.db"), inline=inline)
+    assert err.value.code == "UNKNOWN_CHECKPOINT_STORE"
+    assert "inline" in str(err.value)
+
+
 async def test_claims_held_counts_the_claims_of_every_table_in_the_process(tmp_path: Path) -> None:
     sqlite = SqliteCheckpointStore(str(tmp_path / "c.db"))
     memory = MemoryCheckpointStore()

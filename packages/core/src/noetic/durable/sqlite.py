@@ -102,6 +102,13 @@ class SqliteCheckpointStore:
                 f"got {busy_timeout!r}",
                 hint="Pass a finite number, e.g. busy_timeout=10 (the default); not negative, nan or inf.",
             )
+        if not isinstance(inline, bool):
+            raise NoeticConfigError(
+                "UNKNOWN_CHECKPOINT_STORE",
+                f"inline must be True or False, got {inline!r}",
+                hint="Leave it out (True) to commit a lone execution's small writes on the caller's "
+                "thread; inline=False sends every write to a worker thread.",
+            )
         if not path:
             raise NoeticConfigError(
                 "UNKNOWN_CHECKPOINT_STORE",
