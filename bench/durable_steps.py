@@ -12,6 +12,12 @@ move it. The same is measured without storage; the storage's cost per step is th
 disk, committing one row of the size of a ledger entry per `BEGIN IMMEDIATE … COMMIT` with the
 same `journal_mode=WAL` and `synchronous` setting. Each number is the median of `--repeats`
 runs; the report gives the ratios the targets are stated in and the machine's load average.
+
+A lone execution's `synchronous=full` commit waits for its flush on the event loop's thread;
+the `inline=False` rows are the same step with every commit in a worker thread (what each
+commit does while two executions run), beside the floor plus one worker-thread hop (the least
+an asynchronous commit can cost). `loop lateness` is what another task on the loop sees while
+the turn runs: the worst and the median delay of its 1 ms sleeps.
 """
 
 from __future__ import annotations
@@ -33,8 +39,14 @@ from noetic.items import assistant_message, user_message
 
 HISTORIES = (10, 1_000, 10_000)
 STEPS = 60
-#: (label, harness durability, SQLite synchronous)
-SETTINGS = (("step, synchronous=full", "step", "full"), ("step, synchronous=normal", "step", "normal"))
+#: (label, harness durability, SQLite synchronous, the store's `inline`)
+SETTINGS = (
+    ("step, synchronous=full", "step", "full", True),
+    ("step, synchronous=full, inline=False", "step", "full", False),
+    ("step, synchronous=normal", "step", "normal", True),
+)
+#: The sleep of the task measuring how late the event loop serves it.
+TICK = 0.001
 #: About the size of one step's ledger entry (head, one item, output).
 ROW = "x" * 700
 
@@ -55,18 +67,32 @@ def _seed(size: int) -> list[Any]:
     return items
 
 
-async def _per_step(storage: str | None, durability: str, history: int) -> tuple[float, float]:
-    """`(per step, turn start)` in a turn of `STEPS` steps on a thread holding `history` items:
-    the median time from one step to the next (a step's own work plus its checkpoint), and the
-    time from the turn's start to its first step (where the start record is written)."""
+async def _per_step(storage: Any, durability: str, history: int) -> tuple[float, float, list[float]]:
+    """`(per step, turn start, lateness)` in a turn of `STEPS` steps on a thread holding
+    `history` items: the median time from one step to the next (a step's own work plus its
+    checkpoint), the time from the turn's start to its first step (where the start record is
+    written), and how late each `TICK` sleep of another task on the loop woke during the turn."""
     stamps: list[float] = []
+    late: list[float] = []
     graph = _graph(STEPS, stamps)
     async with nt.AgentHarness("bench", agent_graph=graph, storage=storage, durability=durability) as h:
         await h.run(_seed(history), thread_id="t")  # fills the thread; not timed
         stamps.clear()
-        started = time.perf_counter()
-        await h.run("go", thread_id="t")
-    return statistics.median(b - a for a, b in itertools.pairwise(stamps)), stamps[0] - started
+
+        async def ticker() -> None:
+            while True:
+                due = time.perf_counter() + TICK
+                try:
+                    await anyio.sleep(TICK)
+                finally:  # the sleep in flight when the turn ends counts as far as it got
+                    late.append(max(0.0, time.perf_counter() - due))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            started = time.perf_counter()
+            await h.run("go", thread_id="t")
+            tg.cancel_scope.cancel()
+    return statistics.median(b - a for a, b in itertools.pairwise(stamps)), stamps[0] - started, late
 
 
 def _bare_commit(path: Path, synchronous: str, commits: int = 40) -> float:
@@ -104,6 +130,32 @@ async def _store_write(path: Path, synchronous: str, writes: int = 40) -> float:
     return statistics.median(times)
 
 
+async def _bare_commit_in_thread(path: Path, synchronous: str) -> float:
+    """The floor plus one worker-thread hop: `_bare_commit`'s loop with each commit handed to a
+    worker thread and back (`anyio.to_thread`), as an asynchronous program must to keep its
+    event loop free during the flush."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+    conn.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+
+    def commit(i: int) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "INSERT INTO rows (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (f"k{i:08d}", ROW),
+        )
+        conn.execute("COMMIT")
+
+    times: list[float] = []
+    for i in range(40):
+        started = time.perf_counter()
+        await anyio.to_thread.run_sync(commit, i)
+        times.append(time.perf_counter() - started)
+    conn.close()
+    return statistics.median(times)
+
+
 async def _thread_hop(hops: int = 40) -> float:
     """The median time of handing a no-op to a worker thread and back (`anyio.to_thread`)."""
     times: list[float] = []
@@ -121,29 +173,44 @@ async def measure(repeats: int) -> dict[str, Any]:
     costs: dict[tuple[str, int], list[float]] = {}
     ratios: dict[tuple[str, int], list[float]] = {}
     floors: dict[str, list[float]] = {}
+    late: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(dir=os.environ.get("NOETIC_BENCH_DIR")) as tmp:
         for r in range(repeats):
-            for label, durability, synchronous in SETTINGS:
+            for label, durability, synchronous, inline in SETTINGS:
                 for history in HISTORIES:
-                    name = f"{r}-{synchronous}-{history}"
+                    name = f"{r}-{synchronous}-{inline}-{history}"
                     before = _bare_commit(Path(tmp, f"floor-a-{name}.db"), synchronous)
-                    url = f"sqlite:///{tmp}/run-{name}.db?synchronous={synchronous}"
-                    durable, durable_start = await _per_step(url, durability, history)
-                    bare, bare_start = await _per_step(None, "step", history)
+                    store = SqliteCheckpointStore(
+                        f"{tmp}/run-{name}.db", synchronous=synchronous, inline=inline
+                    )
+                    try:
+                        durable, durable_start, lateness = await _per_step(store, durability, history)
+                    finally:
+                        await store.aclose()
+                    bare, bare_start, bare_lateness = await _per_step(None, "step", history)
                     costs.setdefault((f"start-{label}", history), []).append(durable_start - bare_start)
                     after = _bare_commit(Path(tmp, f"floor-b-{name}.db"), synchronous)
                     floor = (before + after) / 2
                     floors.setdefault(synchronous, []).append(floor)
-                    writes = await _store_write(Path(tmp, f"store-{name}.db"), synchronous)
-                    costs.setdefault((f"store-{synchronous}", history), []).append(writes)
-                    costs.setdefault(("hop", history), []).append(await _thread_hop())
+                    late.setdefault(label, []).extend(lateness)
+                    late.setdefault("no storage", []).extend(bare_lateness)
+                    if inline:
+                        writes = await _store_write(Path(tmp, f"store-{name}.db"), synchronous)
+                        costs.setdefault((f"store-{synchronous}", history), []).append(writes)
+                        costs.setdefault(("hop", history), []).append(await _thread_hop())
+                    else:
+                        threaded = await _bare_commit_in_thread(Path(tmp, f"floor-t-{name}.db"), synchronous)
+                        costs.setdefault((f"floor+hop-{synchronous}", history), []).append(threaded)
+                        ratios.setdefault((f"floor+hop-{synchronous}", history), []).append(threaded / floor)
                     costs.setdefault((label, history), []).append(durable - bare)
                     costs.setdefault(("bare", history), []).append(bare)
                     ratios.setdefault((label, history), []).append((durable - bare) / floor)
+                    costs.setdefault((f"over-{label}", history), []).append(durable - bare - floor)
     return {
         "per_step": {key: statistics.median(v) for key, v in costs.items()},
         "ratio": {key: statistics.median(v) for key, v in ratios.items()},
         "floor": {key: statistics.median(v) for key, v in floors.items()},
+        "late": {key: (statistics.median(v), max(v)) for key, v in late.items()},
         "load": os.getloadavg(),
         "repeats": repeats,
     }
@@ -166,14 +233,18 @@ def report(result: dict[str, Any]) -> str:
     ]
     bare = [per[("bare", h)] * 1e6 for h in HISTORIES]
     lines.append("| bare step, no storage | " + " | ".join(f"{v:.0f}" for v in bare) + " | |")
-    for label, _, synchronous in SETTINGS:
+    for label, _, synchronous, inline in SETTINGS:
         cells = " | ".join(f"{per[(label, h)] * 1e6:.0f}" for h in HISTORIES)
         lines.append(f"| storage cost, {label} | {cells} | {floor[synchronous] * 1e6:.0f} |")
-        cells = " | ".join(f"{per[(f'store-{synchronous}', h)] * 1e6:.0f}" for h in HISTORIES)
-        lines.append(f"| of which `store.write` alone, synchronous={synchronous} | {cells} | |")
+        if inline:
+            cells = " | ".join(f"{per[(f'store-{synchronous}', h)] * 1e6:.0f}" for h in HISTORIES)
+            lines.append(f"| of which `store.write` alone, synchronous={synchronous} | {cells} | |")
+        else:
+            cells = " | ".join(f"{per[(f'floor+hop-{synchronous}', h)] * 1e6:.0f}" for h in HISTORIES)
+            lines.append(f"| the floor plus one worker-thread hop, synchronous={synchronous} | {cells} | |")
     cells = " | ".join(f"{per[('hop', h)] * 1e6:.0f}" for h in HISTORIES)
-    lines.append(f"| of which one worker-thread hop | {cells} | |")
-    for label, _, _ in SETTINGS:
+    lines.append(f"| one worker-thread hop (a no-op) | {cells} | |")
+    for label, *_ in SETTINGS:
         cells = " | ".join(f"{per[(f'start-{label}', h)] * 1e6:.0f}" for h in HISTORIES)
         lines.append(f"| once per turn: the start record, {label} | {cells} | |")
     lines += [
@@ -181,10 +252,28 @@ def report(result: dict[str, Any]) -> str:
         f"| storage cost ÷ adjacent floor | {sizes} | largest ÷ smallest (flatness) |",
         "|---|" + "---:|" * (len(HISTORIES) + 1),
     ]
-    for label, _, _ in SETTINGS:
+    threaded = [f"floor+hop-{synchronous}" for _, _, synchronous, inline in SETTINGS if not inline]
+    for label in [label for label, *_ in SETTINGS] + threaded:
         values = [ratio[(label, h)] for h in HISTORIES]
         cells = " | ".join(f"{v:.2f}×" for v in values)
-        lines.append(f"| {label} | {cells} | {max(values) / min(values):.2f}× |")
+        name = label if label not in threaded else f"the floor plus one worker-thread hop ({label[10:]})"
+        lines.append(f"| {name} | {cells} | {max(values) / min(values):.2f}× |")
+    lines += [
+        "",
+        f"| storage cost − adjacent floor, µs (what the disk's speed does not set) | {sizes} |",
+        "|---|" + "---:|" * len(HISTORIES),
+    ]
+    for label, *_ in SETTINGS:
+        cells = " | ".join(f"{per[(f'over-{label}', h)] * 1e6:.0f}" for h in HISTORIES)
+        lines.append(f"| {label} | {cells} |")
+    lines += [
+        "",
+        f"| loop lateness of a {TICK * 1000:.0f} ms sleep while the turn runs | median µs | worst µs |",
+        "|---|---:|---:|",
+    ]
+    for label in ["no storage"] + [label for label, *_ in SETTINGS]:
+        median, worst = result["late"][label]
+        lines.append(f"| {label} | {median * 1e6:.0f} | {worst * 1e6:.0f} |")
     lines += [
         "",
         "`storage cost` is a step with `storage='sqlite:///…'` minus the same step without storage: "
@@ -192,9 +281,18 @@ def report(result: dict[str, Any]) -> str:
         "costs, the start record among them, are not in it). `floor` is one bare SQLite "
         "commit of a ledger-sized row with the same `synchronous` setting, measured just before and "
         "after each configuration. Targets: flatness ≤ 1.2×, storage cost ≤ 1.5× the floor. "
+        "`inline=False` sends every commit to a worker thread (as the store does for each commit "
+        "while two executions run); `the floor plus one worker-thread hop` is the same bare commit "
+        "handed to a worker thread and back, the least such a commit costs. "
         "`once per turn` is the storage's cost from the turn's start to its first step: the start "
         "record, written once per execution, which names the thread's stored history and writes only "
-        "the items new since the previous turn's start (so it should not grow with the history).",
+        "the items new since the previous turn's start (so it should not grow with the history). "
+        "The storage cost over the floor is the time a step adds to the flush (its Python, its "
+        "rows' share of the commit, any thread hop): at a floor of F µs the ratio is 1 + that ÷ F, "
+        "so a fast disk needs a small one. "
+        "`loop lateness` is how much later than asked another task's sleeps on the same event "
+        "loop woke during the turn: the bench's steps are synchronous, so without storage too "
+        "they hold the loop until a step boundary yields (every 2 ms).",
         "",
     ]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ import anyio
 import noetic as nt
 import pytest
 from noetic.durable import CheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
+from noetic.durable.claims import claims_held
 from noetic.durable.memory import memory_store_from_url
 from noetic.durable.sqlite import sqlite_store_from_url
 
@@ -235,24 +236,106 @@ async def test_sqlite_normal_writes_a_small_batch_without_a_thread_hop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     normal = sqlite_store_from_url(f"sqlite:///{tmp_path / 'n.db'}?synchronous=normal")
-    full = SqliteCheckpointStore(str(tmp_path / "f.db"))
-    for opened in (normal, full):
-        await opened.set("open", "{}")  # the connection is opened in a worker thread
+    await normal.set("open", "{}")  # the connection is opened in a worker thread
     hops = _Hops(monkeypatch)
     await normal.write({"a": '"1"', "b": '"2"'}, ["open"])
     assert hops.count == 0  # committed on the caller's thread: no flush to wait for
     await normal.write({"big": '"' + "x" * 70_000 + '"'})
     assert hops.count == 1  # a large batch still goes to a worker thread
-    await full.write({"a": '"1"'})
-    assert hops.count == 2  # synchronous=full waits for the disk: always in a worker thread
     assert await normal.get_many(["a", "b", "open"]) == {"a": '"1"', "b": '"2"'}
     await normal.aclose()
+
+
+async def test_sqlite_full_commits_a_lone_execution_on_the_callers_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    full = SqliteCheckpointStore(str(tmp_path / "f.db"))
+    await full.set("open", "{}")
+    hops = _Hops(monkeypatch)
+    first = await full.claim("first")
+    await full.write({"a": '"1"'})
+    assert hops.count == 1  # the claim's file lock; the commit waited for its flush here
+    second = await full.claim("second")
+    await full.write({"b": '"2"'})
+    assert hops.count == 3  # two executions: the flush waits in a worker thread, the loop serves the other
+    await second.release()
+    await first.release()
+    hops.count = 0
+    await full.write({"c": '"3"'})
+    assert hops.count == 0
+    # What was committed on the caller's thread is in the file for any other connection.
+    other = sqlite3.connect(tmp_path / "f.db")
+    assert sorted(other.execute("SELECT key FROM noetic_rows")) == [("a",), ("b",), ("c",), ("open",)]
+    other.close()
     await full.aclose()
 
 
-async def test_sqlite_normal_write_waits_for_another_writer_without_blocking_the_loop(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inline", ["no", 0, None])
+def test_sqlite_inline_must_be_a_bool(tmp_path: Path, inline: Any) -> None:
+    with pytest.raises(nt.NoeticConfigError) as err:
+        SqliteCheckpointStore(str(tmp_path / "i.db"), inline=inline)
+    assert err.value.code == "UNKNOWN_CHECKPOINT_STORE"
+    assert "inline" in str(err.value)
+
+
+async def test_claims_held_counts_the_claims_of_every_table_in_the_process(tmp_path: Path) -> None:
+    sqlite = SqliteCheckpointStore(str(tmp_path / "c.db"))
+    memory = MemoryCheckpointStore()
+    before = claims_held()
+    first = await sqlite.claim("a")
+    second = await memory.claim("b")
+    assert claims_held() == before + 2
+    with pytest.raises(nt.NoeticError):
+        await memory.claim("b")  # a refused claim is not counted
+    assert claims_held() == before + 2
+    await second.release()
+    await second.release()  # idempotent: counted down once
+    await first.release()
+    assert claims_held() == before
+    await sqlite.aclose()
+
+
+async def test_a_lone_durable_turn_waits_for_its_flushes_without_thread_hops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = nt.sequence("g", [nt.run_code(f"s{i}", lambda x: x) for i in range(20)])
+    async with nt.AgentHarness("t", agent_graph=graph, storage=f"sqlite:///{tmp_path / 'h.db'}") as h:
+        await h.run("warm", execution_id="warm")  # opens the database
+        hops = _Hops(monkeypatch)
+        await h.run("alone", execution_id="alone")
+        alone = hops.count
+        store: Any = h._checkpoint_store()
+        other = await store.claim("another-execution")  # as if another turn were running
+        hops.count = 0
+        await h.run("together", execution_id="together")
+        together = hops.count
+        await other.release()
+    assert alone < 10  # the claim's file lock and the start record, not one per step
+    assert together >= 20  # each step's flush waited in a worker thread
+    async with nt.AgentHarness("t", agent_graph=graph, storage=f"sqlite:///{tmp_path / 'h.db'}") as h:
+        assert (await h.resume("alone")).output == "alone"  # every step was committed
+
+
+@pytest.mark.parametrize("synchronous", ["full", "normal"])
+async def test_sqlite_inline_false_sends_every_write_to_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synchronous: str
+) -> None:
+    store = SqliteCheckpointStore(str(tmp_path / "t.db"), synchronous=synchronous, inline=False)
+    await store.set("open", "{}")
+    hops = _Hops(monkeypatch)
+    await store.write({"a": '"1"'})
+    await store.write({"b": '"2"'}, ["a"])
+    assert hops.count == 2
+    assert await store.get_many(["a", "b"]) == {"b": '"2"'}
+    await store.aclose()
+
+
+@pytest.mark.parametrize("synchronous", ["full", "normal"])
+async def test_sqlite_write_waits_for_another_writer_without_blocking_the_loop(
+    tmp_path: Path, synchronous: str
+) -> None:
     path = tmp_path / "s.db"
-    store = sqlite_store_from_url(f"sqlite:///{path}?synchronous=normal")
+    store = sqlite_store_from_url(f"sqlite:///{path}?synchronous={synchronous}")
     await store.set("k", '"before"')
     blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     blocker.execute("BEGIN IMMEDIATE")  # another process's writer holds the write lock

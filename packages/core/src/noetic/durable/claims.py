@@ -7,6 +7,7 @@ crashed run never blocks its own resume, and no lease timeout is needed. POSIX l
 to the process, not the file descriptor, so the in-process set is what keeps two harnesses of
 one process apart; the sidecar is opened once per process and closed only when its last
 claim is released (closing any descriptor of a file drops all of the process's locks on it).
+`claims_held()` counts the claims of the whole process, across every table.
 """
 
 from __future__ import annotations
@@ -26,7 +27,22 @@ try:
 except ImportError:  # pragma: no cover - Windows: claims are process-local there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["ClaimTable", "FileClaimTable", "HeldClaim"]
+__all__ = ["ClaimTable", "FileClaimTable", "HeldClaim", "claims_held"]
+
+#: Claims held by this process across every `ClaimTable` (guarded by `_held_lock`).
+_held_count = 0
+_held_lock = threading.Lock()
+
+
+def claims_held() -> int:
+    """How many executions this process has claimed right now, through any claim table."""
+    return _held_count
+
+
+def _count(change: int) -> None:
+    global _held_count
+    with _held_lock:
+        _held_count += change
 
 
 class HeldClaim:
@@ -59,12 +75,15 @@ class ClaimTable:
             if execution_id in self._held:
                 raise execution_locked(execution_id)
             self._held.add(execution_id)
+        _count(1)
         return HeldClaim(self, execution_id)
 
     async def release(self, execution_id: str) -> None:
         """Free a claim taken by `claim`."""
         with self._lock:
-            self._held.discard(execution_id)
+            if execution_id in self._held:
+                self._held.discard(execution_id)
+                _count(-1)
 
 
 class FileClaimTable(ClaimTable):

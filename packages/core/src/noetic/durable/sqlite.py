@@ -9,15 +9,22 @@ queue instead of failing mid-transaction), and a rollback on any error. Each sto
 connection, used by one thread at a time under a lock, from `anyio.to_thread` so the event
 loop never blocks on disk.
 
-One exception, because the hop to a worker thread costs several times a commit that does not
-wait for the disk: with `synchronous="normal"`, a small write (a step's entry, up to
-`INLINE_BYTES`) runs on the caller's thread when nothing can make it wait — the connection is
-open and its lock free, and the write lock is taken with no busy wait (another writer holding
-it sends the write to a worker thread, where it queues as usual). Such a commit only appends
-to the WAL in the operating system's cache. The connection's automatic WAL checkpoint, the one
-part of a commit that flushes and can take long, is switched off; the store checkpoints the
-WAL itself, in a worker thread, after about `CHECKPOINT_PAGES` pages were written since the
-last checkpoint (SQLite's own default).
+One exception, because the hop to a worker thread and back costs about as much as the
+commit itself on a fast disk (two thread wake-ups, ~50–100 µs): a small write (a step's entry,
+up to `INLINE_BYTES`) runs on the caller's thread when nothing can make it wait — the
+connection is open and its lock free, and the write lock is taken with no busy wait (another
+writer holding it sends the write to a worker thread, where it queues as usual). With
+`synchronous="normal"` such a commit only appends to the WAL in the operating system's cache.
+With `synchronous="full"` it waits for its flush on the event loop's thread, so it does so
+only while at most one execution is claimed in the whole process (`claims_held`): then no
+other execution's work can be held up behind the disk; with two or more, every commit goes to
+a worker thread and the loop serves the others meanwhile. `inline=False` sends every write to
+a worker thread (for a program whose other tasks on the loop must never wait for the disk).
+The guarantee of each mode is the same either way: the commit has returned, flushed
+under full, before `write` does. The connection's automatic WAL checkpoint, the one part of a
+commit that copies pages and can take long, is switched off; the store checkpoints the WAL
+itself, in a worker thread, after about `CHECKPOINT_PAGES` pages were written since the last
+checkpoint (SQLite's own default).
 
 Each row stores the JSON text and its CRC-32; a row whose text no longer matches its checksum,
 or a database file SQLite reports as damaged, raises `CHECKPOINT_CORRUPT`. The table layout is
@@ -38,7 +45,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 
-from noetic.durable.claims import ClaimTable, FileClaimTable, HeldClaim
+from noetic.durable.claims import ClaimTable, FileClaimTable, HeldClaim, claims_held
 from noetic.durable.store import corrupt, row_checksum, verified_row
 from noetic.errors import NoeticConfigError, NoeticError
 
@@ -62,7 +69,7 @@ MAX_BUSY_TIMEOUT = (2**31 - 1) // 1000
 _CORRUPTION = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
 #: SQLite's primary result code for a lock another connection holds.
 _BUSY = 5
-#: The largest write (characters of its rows) run on the caller's thread under `synchronous="normal"`.
+#: The largest write (characters of its rows) run on the caller's thread (see the module docstring).
 INLINE_BYTES = 64 * 1024
 #: How many WAL pages are written between two checkpoints (SQLite's own default), counted as
 #: the pages a write's rows fill plus the few of the table's tree each commit rewrites.
@@ -78,7 +85,9 @@ _UPSERT = (
 class SqliteCheckpointStore:
     """A `CheckpointStore` in one SQLite file (`":memory:"` for a private in-memory database)."""
 
-    def __init__(self, path: str, *, busy_timeout: float = 10.0, synchronous: str = "full"):
+    def __init__(
+        self, path: str, *, busy_timeout: float = 10.0, synchronous: str = "full", inline: bool = True
+    ):
         if synchronous not in SYNCHRONOUS:
             raise NoeticConfigError(
                 "UNKNOWN_CHECKPOINT_STORE",
@@ -93,6 +102,13 @@ class SqliteCheckpointStore:
                 f"got {busy_timeout!r}",
                 hint="Pass a finite number, e.g. busy_timeout=10 (the default); not negative, nan or inf.",
             )
+        if not isinstance(inline, bool):
+            raise NoeticConfigError(
+                "UNKNOWN_CHECKPOINT_STORE",
+                f"inline must be True or False, got {inline!r}",
+                hint="Leave it out (True) to commit a lone execution's small writes on the caller's "
+                "thread; inline=False sends every write to a worker thread.",
+            )
         if not path:
             raise NoeticConfigError(
                 "UNKNOWN_CHECKPOINT_STORE",
@@ -102,6 +118,8 @@ class SqliteCheckpointStore:
         self.path = path
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous
+        #: Whether a small write may run on the caller's thread (see the module docstring).
+        self.inline = inline
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         #: WAL pages written since it was last checkpointed (an estimate, see `CHECKPOINT_PAGES`).
@@ -173,8 +191,6 @@ class SqliteCheckpointStore:
             with self._lock:
                 try:
                     conn = self._connection()
-                    if self.synchronous != "normal":
-                        return fn(conn)
                     # At rest the connection does not wait for locks (`_write_inline`); here it does.
                     conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
                     try:
@@ -263,8 +279,10 @@ class SqliteCheckpointStore:
         """Run the write on this thread when nothing can make it wait (see the module
         docstring); False when it must go to a worker thread instead."""
         pages = _pages(size)
-        if self.synchronous != "normal" or size > INLINE_BYTES or self._unchecked + pages >= CHECKPOINT_PAGES:
+        if not self.inline or size > INLINE_BYTES or self._unchecked + pages >= CHECKPOINT_PAGES:
             return False
+        if self.synchronous == "full" and claims_held() > 1:
+            return False  # its flush would hold up the other executions' work on this loop
         conn = self._conn
         if conn is None or not self._lock.acquire(blocking=False):
             return False
