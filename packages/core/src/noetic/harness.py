@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -41,6 +40,7 @@ from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.logs import logger
 from noetic.model import ModelAdapter
+from noetic.records import FrozenRecord, set_field
 from noetic.runtime import Execution
 from noetic.sessions import EvictionPolicy, SessionTable
 from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
@@ -76,18 +76,35 @@ BACKGROUND_TIMEOUT = 120.0
 DEFAULT_BACKGROUND_GRACE = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class HarnessConfig:
+class HarnessConfig(FrozenRecord):
     """The harness configuration visible to steps as `ctx.harness.config`."""
 
+    __slots__ = ("name", "params")
     name: str
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any]
+
+    def __init__(self, name: str, params: Mapping[str, Any] | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "params", {} if params is None else params)
 
 
-@dataclass(frozen=True, slots=True)
-class HarnessResponse(Generic[OutT]):
+class HarnessResponse(FrozenRecord, Generic[OutT]):
     """The outcome of one turn (HA-4); `output` has the type of the graph's output."""
 
+    __slots__ = (
+        "_layer_usage",
+        "billed_cost",
+        "cost",
+        "execution_id",
+        "held_cost",
+        "items",
+        "output",
+        "text",
+        "thread_id",
+        "usage",
+    )
+    #: The layer usage (or how to compute it on first read) is not part of the response's value.
+    _hidden = ("_layer_usage",)
     output: OutT
     text: str
     items: tuple[Item, ...]
@@ -97,7 +114,31 @@ class HarnessResponse(Generic[OutT]):
     held_cost: float
     execution_id: str
     thread_id: str
-    _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = field(default=None, repr=False)
+    _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None
+
+    def __init__(
+        self,
+        output: OutT,
+        text: str,
+        items: tuple[Item, ...],
+        usage: RoundUsage,
+        cost: float,
+        billed_cost: float,
+        held_cost: float,
+        execution_id: str,
+        thread_id: str,
+        _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None,
+    ) -> None:
+        set_field(self, "output", output)
+        set_field(self, "text", text)
+        set_field(self, "items", items)
+        set_field(self, "usage", usage)
+        set_field(self, "cost", cost)
+        set_field(self, "billed_cost", billed_cost)
+        set_field(self, "held_cost", held_cost)
+        set_field(self, "execution_id", execution_id)
+        set_field(self, "thread_id", thread_id)
+        set_field(self, "_layer_usage", _layer_usage)
 
     @property
     def last_layer_usage(self) -> LastLayerUsage | None:
@@ -105,7 +146,7 @@ class HarnessResponse(Generic[OutT]):
         usage = self._layer_usage
         if callable(usage):  # computed on first read
             usage = usage()
-            object.__setattr__(self, "_layer_usage", usage)
+            set_field(self, "_layer_usage", usage)
         return usage
 
 

@@ -38,13 +38,13 @@ import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import ItemLog
 from noetic.logs import logger
+from noetic.records import FrozenRecord, set_field
 
 if TYPE_CHECKING:
     from noetic.durable.items import Declarations
@@ -75,13 +75,17 @@ def history_key(thread_id: str) -> str:
     return f"thread:{quote(thread_id, safe='')}:history"
 
 
-@dataclass(frozen=True, slots=True)
-class EvictionPolicy:
+class EvictionPolicy(FrozenRecord):
     """When idle sessions leave memory: `max_idle` (None: no count bound) and
     `idle_timeout` in seconds (None: no age bound)."""
 
+    __slots__ = ("idle_timeout", "max_idle")
     max_idle: int | None
     idle_timeout: float | None
+
+    def __init__(self, max_idle: int | None, idle_timeout: float | None) -> None:
+        set_field(self, "max_idle", max_idle)
+        set_field(self, "idle_timeout", idle_timeout)
 
     @property
     def evicts(self) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -63,11 +63,13 @@ if TYPE_CHECKING:
 __all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
 
 
-@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class RecallCache:
     """Recall output of `recall_mode="eventual"` layers, kept until their `store` changes state."""
 
-    outputs: dict[str, LayerOutput] = field(default_factory=dict)
+    __slots__ = ("outputs",)
+
+    def __init__(self) -> None:
+        self.outputs: dict[str, LayerOutput] = {}
 
     def get(self, key: str) -> LayerOutput | None:
         """The cached output for `key`, if still valid."""
@@ -82,7 +84,6 @@ class RecallCache:
         self.outputs.pop(key, None)
 
 
-@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring (under `config`) and
     recall caches, overflow summaries, token estimates of log items by id (items never change,
@@ -92,15 +93,28 @@ class LayerMemory:
     The anchoring store is built on first use: a harness whose calls never have layers never
     imports `noetic.layers.anchoring`."""
 
-    config: ContextCacheConfig
-    _anchors: AnchorStore | None = field(default=None, init=False, repr=False)
-    recalls: RecallCache = field(default_factory=RecallCache)
-    summaries: SummaryMemory = field(default_factory=SummaryMemory)
-    tokens: dict[str, int] = field(default_factory=dict)
-    renders: dict[str, LayerOutput] = field(default_factory=dict)
-    allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = field(default_factory=dict)
-    hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = field(default_factory=dict)
-    hook_indexes: HookIndexes = field(default_factory=dict)
+    __slots__ = (
+        "_anchors",
+        "allocations",
+        "config",
+        "hook_indexes",
+        "hook_tables",
+        "recalls",
+        "renders",
+        "summaries",
+        "tokens",
+    )
+
+    def __init__(self, config: ContextCacheConfig) -> None:
+        self.config = config
+        self._anchors: AnchorStore | None = None
+        self.recalls = RecallCache()
+        self.summaries = SummaryMemory()
+        self.tokens: dict[str, int] = {}
+        self.renders: dict[str, LayerOutput] = {}
+        self.allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = {}
+        self.hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = {}
+        self.hook_indexes: HookIndexes = {}
 
     @property
     def anchors(self) -> AnchorStore:

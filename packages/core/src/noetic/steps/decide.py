@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from anyio.lowlevel import checkpoint
@@ -29,6 +28,7 @@ from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import to_decimal
 from noetic.items import MessageItem, Refusal, user_message
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
+from noetic.records import FrozenRecord, set_field
 from noetic.schema import Schema, SchemaError
 from noetic.steps.base import Step
 from noetic.streams import DELTA_BATCH
@@ -46,20 +46,36 @@ _KINDS = ("text", "yes_no", "choice", "score")
 _MAX_REPLY_CHARS = 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class Question:
+class Question(FrozenRecord):
     """One declared question: an `id`, the `text` the model reads, and what answers it.
 
     `text`: any string; `yes_no`: a boolean; `choice`: one of `choices`; `score`: a number from
     `low` to `high`.
     """
 
+    __slots__ = ("choices", "high", "id", "kind", "low", "text")
     id: str
     text: str
-    kind: QuestionKind = "text"
-    choices: tuple[str, ...] = ()
-    low: float = 0
-    high: float = 10
+    kind: QuestionKind
+    choices: tuple[str, ...]
+    low: float
+    high: float
+
+    def __init__(
+        self,
+        id: str,
+        text: str,
+        kind: QuestionKind = "text",
+        choices: tuple[str, ...] = (),
+        low: float = 0,
+        high: float = 10,
+    ) -> None:
+        set_field(self, "id", id)
+        set_field(self, "text", text)
+        set_field(self, "kind", kind)
+        set_field(self, "choices", choices)
+        set_field(self, "low", low)
+        set_field(self, "high", high)
 
     def answer_schema(self) -> dict[str, Any]:
         """The JSON Schema of an answer."""
