@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cachegrind import instructions  # noqa: E402  (bench/ is on the path only now)
+from cachegrind import instructions  # bench/ is on the path only now
 
 BENCH = Path(__file__).resolve().parent
 CORE = BENCH.parent / "packages" / "core" / "src"

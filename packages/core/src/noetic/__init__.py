@@ -15,15 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from noetic.channels import Channel, ChannelHandle, channel
-from noetic.custom_items import (
-    CustomItem,
-    CustomItemDecl,
-    CustomItemEvent,
-    Return,
-    custom_item,
-    is_custom_item,
-    is_custom_item_event,
-)
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import Context
 from noetic.harness import AgentHarness, HarnessConfig, HarnessResponse
@@ -62,6 +53,15 @@ from noetic.streams import StreamEvent
 from noetic.tools import Tool, invoke_tool, tool
 
 if TYPE_CHECKING:
+    from noetic.custom_items import (
+        CustomItem,
+        CustomItemDecl,
+        CustomItemEvent,
+        Return,
+        custom_item,
+        is_custom_item,
+        is_custom_item_event,
+    )
     from noetic.workflows.workflow import workflow
 
 __all__ = [
@@ -126,8 +126,23 @@ __all__ = [
 ]
 
 
-# Imported on first use, so `import noetic` loads neither the workflow machinery nor JSONata.
-_LAZY = {"workflow": "noetic.workflows"}
+# Imported on first use, so `import noetic` loads neither the workflow machinery nor JSONata,
+# nor the custom-item models and their dispatch (a program that declares none never needs them).
+_LAZY = {
+    "workflow": "noetic.workflows",
+    **dict.fromkeys(
+        (
+            "CustomItem",
+            "CustomItemDecl",
+            "CustomItemEvent",
+            "Return",
+            "custom_item",
+            "is_custom_item",
+            "is_custom_item_event",
+        ),
+        "noetic.custom_items",
+    ),
+}
 
 
 def __getattr__(name: str) -> Any:

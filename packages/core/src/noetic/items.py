@@ -54,6 +54,12 @@ class _WireModel(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+#: The config of the item and part types a plain conversation never holds (refusals, parts
+#: Noetic does not model, reasoning, extension items): their validators are built on first use
+#: rather than at `import noetic` (a message's schema embeds its part types either way).
+_BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
+
+
 # --- content parts (IL-4) -------------------------------------------------------------------
 
 
@@ -74,6 +80,8 @@ class OutputText(_WireModel):
 class Refusal(_WireModel):
     """A model refusal message."""
 
+    model_config = _BUILT_ON_FIRST_USE
+
     type: Literal["refusal"] = "refusal"
     refusal: str
 
@@ -83,6 +91,8 @@ class OtherPart(_WireModel):
 
     Kept verbatim so it is sent back exactly as it was received.
     """
+
+    model_config = _BUILT_ON_FIRST_USE
 
     type: str
 
@@ -165,6 +175,8 @@ class FunctionCallOutputItem(_ItemBase):
 class ReasoningItem(_ItemBase):
     """A reasoning trace; `encrypted_content` must be sent back unmodified."""
 
+    model_config = _BUILT_ON_FIRST_USE
+
     id: str = Field(default_factory=partial(new_item_id, "rs"))
     type: Literal["reasoning"] = "reasoning"
     content: list[ContentPart] = Field(default_factory=list)
@@ -178,6 +190,8 @@ class ExtensionItem(_ItemBase):
     `data` holds arbitrary structured data; further top-level fields are kept as they came
     (a final custom item carries its output fields at the top level: `item.done`).
     """
+
+    model_config = _BUILT_ON_FIRST_USE
 
     id: str = Field(default_factory=partial(new_item_id, "ext"))
     type: str

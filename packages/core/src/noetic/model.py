@@ -109,6 +109,17 @@ class ModelRequest(Record):
     `params` left out is an empty dict of the request's own.
     """
 
+    model_id: str
+    items: Sequence[Item]
+    instructions: str | None
+    tools: Sequence[ToolDefinition]
+    output_schema: Mapping[str, Any] | None
+    params: Mapping[str, Any]
+    cache_control: bool
+    execution_id: str
+    thread_id: str
+    billing: Billing | None
+
     __slots__ = (
         "billing",
         "cache_control",
@@ -140,7 +151,7 @@ class ModelRequest(Record):
         self.instructions = instructions
         self.tools = tools
         self.output_schema = output_schema
-        self.params: Mapping[str, Any] = {} if params is None else params
+        self.params = {} if params is None else params
         self.cache_control = cache_control
         self.execution_id = execution_id
         self.thread_id = thread_id

@@ -5,9 +5,9 @@
 imported: about 3 million instructions per frozen class, which for the core's thirty-odd value
 classes was a third of `import noetic` (measured with `bench/import_instructions.py`). No
 library gives that behaviour without compiling code at import, so it is written here once: a
-subclass lists its fields in `__slots__`, writes its `__init__` by hand (compiled into the
-bytecode cache like any other code), and inherits equality, hashing, `repr`, immutability,
-copying and pickling, all driven by `__slots__`:
+subclass lists its fields in `__slots__`, annotates each one in the class body (their order is
+the fields' order), writes its `__init__` by hand (compiled into the bytecode cache like any
+other code), and inherits equality, hashing, `repr`, immutability, copying and pickling:
 
     class Point(FrozenRecord):
         __slots__ = ("x", "y")
@@ -18,13 +18,14 @@ copying and pickling, all driven by `__slots__`:
             set_field(self, "x", x)
             set_field(self, "y", y)
 
-`__init__` takes every field in `__slots__` order (positional or keyword), so a record is
-rebuilt from its values for `copy` and `pickle`; fields listed in `_derived` (caches
-the record fills itself) come last and are not taken by `__init__`.
+`__init__` takes every field by its name, so a record is rebuilt from its values for `copy` and
+`pickle`; fields listed in `_derived` (caches the record fills itself) are not taken by
+`__init__`.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import FrozenInstanceError
 from typing import Any, ClassVar
 
@@ -40,15 +41,19 @@ class Record:
     __slots__: ClassVar[tuple[str, ...]] = ()
     #: Fields left out of equality, hashing and `repr` (state that is not part of the value).
     _hidden: ClassVar[tuple[str, ...]] = ()
-    #: Trailing fields `__init__` does not take (caches the record fills itself); also hidden.
+    #: Fields `__init__` does not take (caches the record fills itself); also hidden.
     _derived: ClassVar[tuple[str, ...]] = ()
-    #: The fields of the value, and those `__init__` takes (set for each subclass).
+    #: The fields of the value, and those `__init__` takes, in the order they are annotated
+    #: (set for each subclass).
     _compared: ClassVar[tuple[str, ...]] = ()
     _init_fields: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._init_fields = tuple(name for name in cls.__slots__ if name not in cls._derived)
+        fields = tuple(name for name in inspect.get_annotations(cls) if name in cls.__slots__)
+        if set(fields) != set(cls.__slots__):
+            raise TypeError(f"{cls.__qualname__}: annotate every field of __slots__ in the class body")
+        cls._init_fields = tuple(name for name in fields if name not in cls._derived)
         cls._compared = tuple(name for name in cls._init_fields if name not in cls._hidden)
 
     def _values(self) -> tuple[Any, ...]:
@@ -66,7 +71,7 @@ class Record:
         return f"{type(self).__qualname__}({fields})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), tuple(getattr(self, name) for name in self._init_fields))
+        return (_rebuild, (type(self), {name: getattr(self, name) for name in self._init_fields}))
 
 
 class FrozenRecord(Record):
@@ -82,3 +87,8 @@ class FrozenRecord(Record):
 
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _rebuild(cls: type[Record], fields: dict[str, Any]) -> Record:
+    """A record from its fields by name (what `copy` and `pickle` call)."""
+    return cls(**fields)

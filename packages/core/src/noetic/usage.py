@@ -34,13 +34,14 @@ class _Frozen(BaseModel):
 
 
 class _BuiltOnFirstUse(_Frozen):
-    """The layer-usage snapshot: made only when someone reads it (and for calls with layers),
-    so its validators are built then rather than at `import noetic`."""
+    """A model a plain tool round trip never makes (the layer-usage snapshot is made only when
+    someone reads it, and for calls with layers; step metadata and execution totals only when
+    read): its validators are built on first use rather than at `import noetic`."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
 
-class TokenUsage(_Frozen):
+class TokenUsage(_BuiltOnFirstUse):
     """Tokens accumulated over an execution (TU-1).
 
     `cached` sums the prompt tokens providers served from cache; it stays `None` until some
@@ -63,7 +64,7 @@ class RoundUsage(_Frozen):
     reasoning_tokens: int | None = None
 
 
-class DecisionMeta(_Frozen):
+class DecisionMeta(_BuiltOnFirstUse):
     """Set by `decide` steps: the answering model, its path, and refused question ids (TU-3)."""
 
     model_id: str
@@ -71,7 +72,7 @@ class DecisionMeta(_Frozen):
     refused: tuple[str, ...] = ()
 
 
-class StepMeta(_Frozen):
+class StepMeta(_BuiltOnFirstUse):
     """Metadata of the last executed step (`ctx.last_step_meta`, TU-3)."""
 
     step_id: str | None = None

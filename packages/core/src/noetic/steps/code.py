@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from noetic.custom_items import current_dispatch, drain
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.steps.base import Step, takes_ctx
 
@@ -75,6 +74,9 @@ class RunCode(Step):
             attempt += 1
 
     async def _attempt(self, input: Any, ctx: Context) -> Any:
+        # Here rather than at the top: `import noetic` does not load the custom-item machinery.
+        from noetic.custom_items import current_dispatch, drain
+
         dispatch = current_dispatch(self)
         result = self.execute(input, ctx) if self._with_ctx else self.execute(input)
         return await drain(result, dispatch.event if dispatch is not None else None)
