@@ -31,6 +31,9 @@ DEFERRED = (
     "noetic.durable.fingerprint",
     "sqlite3",
     "noetic.layers.anchoring",  # prompt-cache anchoring: only a call with layers needs it
+    "noetic.custom_items",  # custom items: only a program that declares one needs them
+    "pydantic.functional_serializers",  # (their wire form is a pydantic model serializer)
+    "noetic.snapshots",  # in-progress message snapshots: only item streams make them
     "logging",  # the core logs only on unusual paths (noetic.logs)
     "noetic.cli",  # the command line and its terminal rendering
     "noetic.plugin_commands",
@@ -68,6 +71,73 @@ def test_import_noetic_loads_the_core(loaded: set[str]) -> None:
 def test_import_noetic_defers(loaded: set[str], module: str) -> None:
     pulled = sorted(name for name in loaded if name == module or name.startswith(module + "."))
     assert not pulled, f"`import noetic` imports {pulled}; import them where they are used"
+
+
+def test_import_noetic_generates_no_dataclass() -> None:
+    # A dataclass compiles its generated methods while its module is imported (about 3 M
+    # instructions a frozen one); the core's value classes are `noetic.records` records instead.
+    out = _run(
+        """
+        import dataclasses
+        made = []
+        process = dataclasses._process_class
+        def counting(cls, *args):
+            if cls.__module__.startswith("noetic"):
+                made.append(f"{cls.__module__}.{cls.__qualname__}")
+            return process(cls, *args)
+        dataclasses._process_class = counting
+        import noetic
+        print(made)
+        """
+    )
+    assert out.strip() == "[]"
+
+
+def test_models_a_plain_round_trip_never_makes_are_built_on_first_use() -> None:
+    # Their validators are built on first use, not at `import noetic`, and a tool round trip
+    # builds none of them; the first validation of each still works and still checks its input.
+    out = _run(
+        """
+        import anyio
+        import noetic as nt
+        from noetic import items, usage
+        from noetic.testing import ScriptedModel, text_reply, tool_call_reply
+
+        DEFERRED = (items.Refusal, items.OtherPart, items.ReasoningItem, items.ExtensionItem,
+                    usage.TokenUsage, usage.DecisionMeta, usage.StepMeta)
+        add = nt.tool("add", description="Add.", input={"type": "object"}, execute=lambda a: 3)
+        agent = nt.call_model("answer", tools=[add])
+        model = ScriptedModel([tool_call_reply("add", {}), text_reply("3")])
+
+        async def main() -> None:
+            async with nt.AgentHarness("plain", agent_graph=agent, model=model) as h:
+                assert (await h.run("1 + 2?")).text == "3"
+
+        anyio.run(main)
+        print([model.__name__ for model in DEFERRED if model.__pydantic_complete__])
+        print(items.parse_item({"type": "reasoning", "id": "rs_1"}).type, usage.TokenUsage(input=2).input)
+        try:
+            items.parse_item({"type": "nonamespace", "id": "x"})
+        except Exception as exc:
+            print(getattr(exc, "code", exc))
+        """
+    )
+    assert out.strip().splitlines() == ["[]", "reasoning 2", "INVALID_ITEM"]
+
+
+def test_custom_items_work_on_first_use_after_a_bare_import() -> None:
+    out = _run(
+        """
+        import sys
+        import noetic as nt
+        assert "noetic.custom_items" not in sys.modules
+        assert {"CustomItem", "custom_item", "is_custom_item"} <= set(dir(nt))
+        from noetic.custom_items import CustomItem
+        assert nt.CustomItem is CustomItem
+        print(nt.custom_item.__module__)
+        """
+    )
+    assert out.strip() == "noetic.custom_items"
 
 
 def test_deferred_names_are_listed_and_typed_like_the_rest() -> None:
