@@ -20,16 +20,11 @@ DEFERRED = (
     "jsonata",
     "re2",
     "jsonschema",
-    "noetic.durable.ledger",  # durability: only a harness with storage= needs these
-    "noetic.durable.sqlite",
-    "noetic.durable.memory",
-    "noetic.durable.recorder",
-    "noetic.durable.snapshot",
-    "noetic.durable.items",
-    "noetic.durable.trace",
-    "noetic.durable.claims",
-    "noetic.durable.fingerprint",
+    "noetic.durable",  # durability: only a harness with storage= needs any of it
+    "noetic.layers.checkpoint_state",  # (layer state kept in the checkpoint store)
     "sqlite3",
+    "noetic.layers.cache_config",  # anchoring settings: built when given or when anchoring reads them
+    "anyio.lowlevel",  # the event loop's backend imports it; steps reach it only inside the loop
     "noetic.layers.anchoring",  # prompt-cache anchoring: only a call with layers needs it
     "noetic.custom_items",  # custom items: only a program that declares one needs them
     "pydantic.functional_serializers",  # (their wire form is a pydantic model serializer)
@@ -115,6 +110,8 @@ def test_models_a_plain_round_trip_never_makes_are_built_on_first_use() -> None:
 
         anyio.run(main)
         print([model.__name__ for model in DEFERRED if model.__pydantic_complete__])
+        import sys
+        assert "noetic.layers.cache_config" not in sys.modules  # anchoring on, settings unread
         print(items.parse_item({"type": "reasoning", "id": "rs_1"}).type, usage.TokenUsage(input=2).input)
         try:
             items.parse_item({"type": "nonamespace", "id": "x"})
@@ -233,3 +230,26 @@ def test_anchoring_is_imported_when_a_call_has_layers() -> None:
         """
     )
     assert out.strip() == "['notes'] True"
+
+
+def test_context_cache_is_checked_at_construction_and_its_defaults_are_built_when_read() -> None:
+    out = _run(
+        """
+        import sys
+        import noetic as nt
+        from noetic.errors import NoeticConfigError
+        from noetic.testing import ScriptedModel
+
+        agent = nt.call_model("answer")
+        plain = nt.AgentHarness("plain", agent_graph=agent, model=ScriptedModel([]))
+        assert plain.cache_control and "noetic.layers.cache_config" not in sys.modules
+        assert plain.layer_memory.config.max_epoch_assemblies == 50  # the defaults, built on reading
+        off = nt.AgentHarness("off", agent_graph=agent, model=ScriptedModel([]), context_cache={"enabled": False})
+        assert not off.cache_control
+        try:
+            nt.AgentHarness("bad", agent_graph=agent, model=ScriptedModel([]), context_cache={"nope": 1})
+        except NoeticConfigError as exc:
+            print(exc.code)
+        """
+    )
+    assert out.strip() == "INVALID_CONTEXT_CACHE"

@@ -22,7 +22,6 @@ from noetic.hookspecs import hookimpl
 from noetic.layers import (
     CLEAR,
     CallResult,
-    ContextCacheConfig,
     ContextLayer,
     LayerContext,
     LayerResult,
@@ -62,6 +61,7 @@ if TYPE_CHECKING:
         is_custom_item,
         is_custom_item_event,
     )
+    from noetic.layers.cache_config import ContextCacheConfig
     from noetic.workflows.workflow import workflow
 
 __all__ = [
@@ -130,6 +130,7 @@ __all__ = [
 # nor the custom-item models and their dispatch (a program that declares none never needs them).
 _LAZY = {
     "workflow": "noetic.workflows",
+    "ContextCacheConfig": "noetic.layers.cache_config",  # the anchoring settings model
     **dict.fromkeys(
         (
             "CustomItem",

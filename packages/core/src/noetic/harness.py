@@ -33,9 +33,7 @@ from noetic.ids import new_item_id
 from noetic.inspect_sink import EventSink, inspect_url
 from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.budgets import Projection
-from noetic.layers.cache_config import ContextCacheConfig
 from noetic.layers.call import LayerMemory
-from noetic.layers.checkpoint_state import CheckpointLayerStateStore
 from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.logs import logger
@@ -62,6 +60,7 @@ if TYPE_CHECKING:
     from noetic.durable.snapshot import Outcome
     from noetic.durable.store import CheckpointStore
     from noetic.fs.contract import FsAdapter
+    from noetic.layers.cache_config import ContextCacheConfig
     from noetic.plugins import NoeticPluginManager
     from noetic.registry import Registry
 
@@ -320,7 +319,7 @@ class AgentHarness(Generic[OutT]):
         #: Where layer state persists between executions (LY-14, LY-16); any `LayerStateStore`.
         self.layer_store: LayerStateStore = _layer_store(layer_store, storage, self._checkpoint_store)
         #: Prompt-cache anchoring and eventual-recall memory, kept across turns.
-        self.layer_memory = LayerMemory(ContextCacheConfig.of(context_cache))
+        self.layer_memory = LayerMemory(_cache_config(context_cache))
         #: The projection policy of model steps that set none (BG-5).
         self.projection = Projection.of(projection)
         self.storage = storage
@@ -369,7 +368,7 @@ class AgentHarness(Generic[OutT]):
     @property
     def cache_control(self) -> bool:
         """Whether prompt-cache anchoring is on (requests then carry `cache_control`)."""
-        return self.layer_memory.config.enabled
+        return self.layer_memory.anchoring_enabled
 
     @property
     def plugin_manager(self) -> NoeticPluginManager:
@@ -1092,6 +1091,16 @@ def _next_turn(queue: list[_Ticket]) -> tuple[list[_Ticket], list[_Ticket]]:
     return queue[:cut], queue[cut:]
 
 
+def _cache_config(value: Any) -> ContextCacheConfig | None:
+    """The harness's `context_cache=` checked now (`INVALID_CONTEXT_CACHE`); None, the default
+    settings, stays None so the settings model is built only if anchoring reads it."""
+    if value is None:
+        return None
+    from noetic.layers.cache_config import ContextCacheConfig
+
+    return ContextCacheConfig.of(value)
+
+
 def _layer_store(
     given: LayerStateStore | None, storage: Any, checkpoints: Callable[[], CheckpointStore | None]
 ) -> LayerStateStore:
@@ -1106,6 +1115,7 @@ def _layer_store(
         return given
     if storage is None:
         return MemoryLayerStateStore()
+    from noetic.layers.checkpoint_state import CheckpointLayerStateStore  # with storage= only
 
     def resolve() -> CheckpointStore:
         store = checkpoints()

@@ -91,12 +91,13 @@ class LayerMemory:
     the hook table of each layer object and the hook index of each list of them.
 
     The anchoring store is built on first use: a harness whose calls never have layers never
-    imports `noetic.layers.anchoring`."""
+    imports `noetic.layers.anchoring`. `config` None stands for the default settings, made
+    only when anchoring first reads them (a harness given none never builds the model)."""
 
     __slots__ = (
         "_anchors",
+        "_config",
         "allocations",
-        "config",
         "hook_indexes",
         "hook_tables",
         "recalls",
@@ -105,8 +106,8 @@ class LayerMemory:
         "tokens",
     )
 
-    def __init__(self, config: ContextCacheConfig) -> None:
-        self.config = config
+    def __init__(self, config: ContextCacheConfig | None = None) -> None:
+        self._config = config
         self._anchors: AnchorStore | None = None
         self.recalls = RecallCache()
         self.summaries = SummaryMemory()
@@ -125,6 +126,21 @@ class LayerMemory:
 
             anchors = self._anchors = AnchorStore(self.config)
         return anchors
+
+    @property
+    def config(self) -> ContextCacheConfig:
+        """The anchoring settings (the defaults when the harness was given none)."""
+        config = self._config
+        if config is None:
+            from noetic.layers.cache_config import ContextCacheConfig
+
+            config = self._config = ContextCacheConfig()
+        return config
+
+    @property
+    def anchoring_enabled(self) -> bool:
+        """Whether prompt-cache anchoring is on (it is by default)."""
+        return self._config is None or self._config.enabled
 
     def forget_lineage(self, key: str) -> None:
         """Drop the anchoring state of lineage `key` (a finished child execution)."""

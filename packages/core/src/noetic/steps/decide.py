@@ -23,7 +23,9 @@ from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 
-from anyio.lowlevel import checkpoint
+# `anyio.lowlevel` (a checkpoint) is only reached inside a running event loop, whose backend
+# has imported it by then; `import noetic` leaves it unloaded.
+import anyio
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import to_decimal
 from noetic.items import MessageItem, Refusal, user_message
@@ -35,6 +37,7 @@ from noetic.streams import DELTA_BATCH
 from noetic.usage import DecisionMeta, StepMeta
 
 if TYPE_CHECKING:
+    import anyio.lowlevel
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
 
@@ -252,7 +255,7 @@ class Decide(Step):
                         unread += 1
                         if unread == DELTA_BATCH:
                             unread = 0
-                            await checkpoint()
+                            await anyio.lowlevel.checkpoint()
                     elif isinstance(event, ModelResponse):
                         response = event
         if response is None:
