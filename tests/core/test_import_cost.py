@@ -29,6 +29,13 @@ DEFERRED = (
     "noetic.custom_items",  # custom items: only a program that declares one needs them
     "pydantic.functional_serializers",  # (their wire form is a pydantic model serializer)
     "noetic.snapshots",  # in-progress message snapshots: only item streams make them
+    "noetic.steps.loop",  # the steps besides call_model, imported when a program names one
+    "noetic.steps.decide",
+    "noetic.steps.parallel",
+    "noetic.steps.spawn",
+    "noetic.steps.code",
+    "noetic.steps.flow",
+    "noetic.predicates",
     "logging",  # the core logs only on unusual paths (noetic.logs)
     "noetic.cli",  # the command line and its terminal rendering
     "noetic.plugin_commands",
@@ -122,19 +129,64 @@ def test_models_a_plain_round_trip_never_makes_are_built_on_first_use() -> None:
     assert out.strip().splitlines() == ["[]", "reasoning 2", "INVALID_ITEM"]
 
 
-def test_custom_items_work_on_first_use_after_a_bare_import() -> None:
+def test_custom_items_and_the_other_steps_work_on_first_use_after_a_bare_import() -> None:
     out = _run(
         """
         import sys
+        import anyio
         import noetic as nt
-        assert "noetic.custom_items" not in sys.modules
-        assert {"CustomItem", "custom_item", "is_custom_item"} <= set(dir(nt))
+        from noetic.testing import ScriptedModel
+        assert "noetic.custom_items" not in sys.modules and "noetic.steps.loop" not in sys.modules
+        assert {"CustomItem", "custom_item", "is_custom_item", "loop", "sequence", "until"} <= set(dir(nt))
         from noetic.custom_items import CustomItem
-        assert nt.CustomItem is CustomItem
+        from noetic.steps.loop import loop
+        assert nt.CustomItem is CustomItem and nt.loop is loop
         print(nt.custom_item.__module__)
+        graph = nt.sequence("both", [nt.run_code("one", lambda x: x + 1), nt.run_code("two", lambda x: x * 2)])
+
+        async def main() -> None:
+            async with nt.AgentHarness("steps", agent_graph=graph, model=ScriptedModel([])) as h:
+                print((await h.run(1)).output)
+
+        anyio.run(main)
         """
     )
-    assert out.strip() == "noetic.custom_items"
+    assert out.strip().splitlines() == ["noetic.custom_items", "4"]
+
+
+def test_import_noetic_runs_no_collection_and_restores_the_collector() -> None:
+    # The core's modules load with cyclic GC paused (nothing they make is garbage); the
+    # collector comes back exactly as it was: on, or off when the program had turned it off,
+    # also when the import fails half-way.
+    out = _run(
+        """
+        import gc, sys
+        runs = []
+
+        def importing_noetic() -> bool:  # its module object exists; its body has not ended yet
+            return "noetic" in sys.modules and not hasattr(sys.modules["noetic"], "__all__")
+
+        gc.callbacks.append(lambda phase, info: importing_noetic() and runs.append(phase))
+        sys.modules["noetic.harness"] = None  # makes `import noetic` fail half-way
+        try:
+            import noetic
+        except ImportError:
+            pass
+        print(gc.isenabled(), "noetic" in sys.modules)
+        del sys.modules["noetic.harness"]
+        gc.disable()
+        import noetic
+        print(gc.isenabled(), [m for m in sys.modules if m.startswith("noetic.steps.model")])
+        gc.enable()
+        for name in [m for m in sys.modules if m == "noetic" or m.startswith("noetic.")]:
+            del sys.modules[name]
+        gc.collect()
+        runs.clear()
+        import noetic
+        print(gc.isenabled(), runs)
+        """
+    )
+    assert out.strip().splitlines() == ["True False", "False ['noetic.steps.model_call']", "True []"]
 
 
 def test_deferred_names_are_listed_and_typed_like_the_rest() -> None:

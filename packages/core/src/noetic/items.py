@@ -51,13 +51,10 @@ STANDARD_ITEM_TYPES = frozenset({"message", "function_call", "function_call_outp
 
 
 class _WireModel(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-
-#: The config of the item and part types a plain conversation never holds (refusals, parts
-#: Noetic does not model, reasoning, extension items): their validators are built on first use
-#: rather than at `import noetic` (a message's schema embeds its part types either way).
-_BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
+    # Every item and part type builds its validators when it is first used rather than at
+    # `import noetic`: a program pays for the types it makes (a plain conversation never makes a
+    # refusal, a reasoning item or an extension item).
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
 
 # --- content parts (IL-4) -------------------------------------------------------------------
@@ -80,8 +77,6 @@ class OutputText(_WireModel):
 class Refusal(_WireModel):
     """A model refusal message."""
 
-    model_config = _BUILT_ON_FIRST_USE
-
     type: Literal["refusal"] = "refusal"
     refusal: str
 
@@ -91,8 +86,6 @@ class OtherPart(_WireModel):
 
     Kept verbatim so it is sent back exactly as it was received.
     """
-
-    model_config = _BUILT_ON_FIRST_USE
 
     type: str
 
@@ -186,8 +179,6 @@ def _no_data() -> dict[str, Any]:
 class ReasoningItem(_ItemBase):
     """A reasoning trace; `encrypted_content` must be sent back unmodified."""
 
-    model_config = _BUILT_ON_FIRST_USE
-
     id: str = Field(default_factory=partial(new_item_id, "rs"))
     type: Literal["reasoning"] = "reasoning"
     content: list[ContentPart] = Field(default_factory=_no_parts)
@@ -201,8 +192,6 @@ class ExtensionItem(_ItemBase):
     `data` holds arbitrary structured data; further top-level fields are kept as they came
     (a final custom item carries its output fields at the top level: `item.done`).
     """
-
-    model_config = _BUILT_ON_FIRST_USE
 
     id: str = Field(default_factory=partial(new_item_id, "ext"))
     type: str

@@ -180,7 +180,8 @@ class ModelResponse(BaseModel):
     id for the call, kept for reconciliation and support.
     """
 
-    model_config = ConfigDict(frozen=True)
+    # Built on the first response rather than at `import noetic` (its schema holds every item type).
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     items: tuple[Item, ...]
     usage: RoundUsage = RoundUsage()

@@ -30,18 +30,13 @@ ReanchorReason: TypeAlias = Literal[
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class _BuiltOnFirstUse(_Frozen):
-    """A model a plain tool round trip never makes (the layer-usage snapshot is made only when
-    someone reads it, and for calls with layers; step metadata and execution totals only when
-    read): its validators are built on first use rather than at `import noetic`."""
-
+    # Validators are built when a model is first used rather than at `import noetic`: a plain
+    # tool round trip makes round usage only (the layer-usage snapshot is made when someone
+    # reads it, and for calls with layers; step metadata and execution totals when read).
     model_config = ConfigDict(frozen=True, defer_build=True)
 
 
-class TokenUsage(_BuiltOnFirstUse):
+class TokenUsage(_Frozen):
     """Tokens accumulated over an execution (TU-1).
 
     `cached` sums the prompt tokens providers served from cache; it stays `None` until some
@@ -64,7 +59,7 @@ class RoundUsage(_Frozen):
     reasoning_tokens: int | None = None
 
 
-class DecisionMeta(_BuiltOnFirstUse):
+class DecisionMeta(_Frozen):
     """Set by `decide` steps: the answering model, its path, and refused question ids (TU-3)."""
 
     model_id: str
@@ -72,7 +67,7 @@ class DecisionMeta(_BuiltOnFirstUse):
     refused: tuple[str, ...] = ()
 
 
-class StepMeta(_BuiltOnFirstUse):
+class StepMeta(_Frozen):
     """Metadata of the last executed step (`ctx.last_step_meta`, TU-3)."""
 
     step_id: str | None = None
@@ -88,7 +83,7 @@ class StepMeta(_BuiltOnFirstUse):
     decision: DecisionMeta | None = None
 
 
-class LayerUsageEntry(_BuiltOnFirstUse):
+class LayerUsageEntry(_Frozen):
     """One context layer's share of the last assembled view (LU-2)."""
 
     layer_id: str
@@ -101,7 +96,7 @@ class LayerUsageEntry(_BuiltOnFirstUse):
     rebill_tokens: int = 0
 
 
-class EpochUsage(_BuiltOnFirstUse):
+class EpochUsage(_Frozen):
     """Prompt-cache anchoring state behind the most recent assembly (LU-3)."""
 
     id: str
@@ -112,7 +107,7 @@ class EpochUsage(_BuiltOnFirstUse):
     reanchor_reason: ReanchorReason | None = None
 
 
-class LastLayerUsage(_BuiltOnFirstUse):
+class LastLayerUsage(_Frozen):
     """How the most recent model call decomposed the context window (LU-1)."""
 
     execution_id: str
