@@ -20,17 +20,22 @@ DEFERRED = (
     "jsonata",
     "re2",
     "jsonschema",
-    "noetic.durable.ledger",  # durability: only a harness with storage= needs these
-    "noetic.durable.sqlite",
-    "noetic.durable.memory",
-    "noetic.durable.recorder",
-    "noetic.durable.snapshot",
-    "noetic.durable.items",
-    "noetic.durable.trace",
-    "noetic.durable.claims",
-    "noetic.durable.fingerprint",
+    "noetic.durable",  # durability: only a harness with storage= needs any of it
+    "noetic.layers.checkpoint_state",  # (layer state kept in the checkpoint store)
     "sqlite3",
+    "noetic.layers.cache_config",  # anchoring settings: built when given or when anchoring reads them
+    "anyio.lowlevel",  # the event loop's backend imports it; steps reach it only inside the loop
     "noetic.layers.anchoring",  # prompt-cache anchoring: only a call with layers needs it
+    "noetic.custom_items",  # custom items: only a program that declares one needs them
+    "pydantic.functional_serializers",  # (their wire form is a pydantic model serializer)
+    "noetic.snapshots",  # in-progress message snapshots: only item streams make them
+    "noetic.steps.loop",  # the steps besides call_model, imported when a program names one
+    "noetic.steps.decide",
+    "noetic.steps.parallel",
+    "noetic.steps.spawn",
+    "noetic.steps.code",
+    "noetic.steps.flow",
+    "noetic.predicates",
     "logging",  # the core logs only on unusual paths (noetic.logs)
     "noetic.cli",  # the command line and its terminal rendering
     "noetic.plugin_commands",
@@ -68,6 +73,120 @@ def test_import_noetic_loads_the_core(loaded: set[str]) -> None:
 def test_import_noetic_defers(loaded: set[str], module: str) -> None:
     pulled = sorted(name for name in loaded if name == module or name.startswith(module + "."))
     assert not pulled, f"`import noetic` imports {pulled}; import them where they are used"
+
+
+def test_import_noetic_generates_no_dataclass() -> None:
+    # A dataclass compiles its generated methods while its module is imported (about 3 M
+    # instructions a frozen one); the core's value classes are `noetic.records` records instead.
+    out = _run(
+        """
+        import dataclasses
+        made = []
+        process = dataclasses._process_class
+        def counting(cls, *args):
+            if cls.__module__.startswith("noetic"):
+                made.append(f"{cls.__module__}.{cls.__qualname__}")
+            return process(cls, *args)
+        dataclasses._process_class = counting
+        import noetic
+        print(made)
+        """
+    )
+    assert out.strip() == "[]"
+
+
+def test_models_a_plain_round_trip_never_makes_are_built_on_first_use() -> None:
+    # Their validators are built on first use, not at `import noetic`, and a tool round trip
+    # builds none of them; the first validation of each still works and still checks its input.
+    out = _run(
+        """
+        import anyio
+        import noetic as nt
+        from noetic import items, usage
+        from noetic.testing import ScriptedModel, text_reply, tool_call_reply
+
+        DEFERRED = (items.Refusal, items.OtherPart, items.ReasoningItem, items.ExtensionItem,
+                    usage.TokenUsage, usage.DecisionMeta, usage.StepMeta)
+        add = nt.tool("add", description="Add.", input={"type": "object"}, execute=lambda a: 3)
+        agent = nt.call_model("answer", tools=[add])
+        model = ScriptedModel([tool_call_reply("add", {}), text_reply("3")])
+
+        async def main() -> None:
+            async with nt.AgentHarness("plain", agent_graph=agent, model=model) as h:
+                assert (await h.run("1 + 2?")).text == "3"
+
+        anyio.run(main)
+        print([model.__name__ for model in DEFERRED if model.__pydantic_complete__])
+        import sys
+        assert "noetic.layers.cache_config" not in sys.modules  # anchoring on, settings unread
+        print(items.parse_item({"type": "reasoning", "id": "rs_1"}).type, usage.TokenUsage(input=2).input)
+        try:
+            items.parse_item({"type": "nonamespace", "id": "x"})
+        except Exception as exc:
+            print(getattr(exc, "code", exc))
+        """
+    )
+    assert out.strip().splitlines() == ["[]", "reasoning 2", "INVALID_ITEM"]
+
+
+def test_custom_items_and_the_other_steps_work_on_first_use_after_a_bare_import() -> None:
+    out = _run(
+        """
+        import sys
+        import anyio
+        import noetic as nt
+        from noetic.testing import ScriptedModel
+        assert "noetic.custom_items" not in sys.modules and "noetic.steps.loop" not in sys.modules
+        assert {"CustomItem", "custom_item", "is_custom_item", "loop", "sequence", "until"} <= set(dir(nt))
+        from noetic.custom_items import CustomItem
+        from noetic.steps.loop import loop
+        assert nt.CustomItem is CustomItem and nt.loop is loop
+        print(nt.custom_item.__module__)
+        graph = nt.sequence("both", [nt.run_code("one", lambda x: x + 1), nt.run_code("two", lambda x: x * 2)])
+
+        async def main() -> None:
+            async with nt.AgentHarness("steps", agent_graph=graph, model=ScriptedModel([])) as h:
+                print((await h.run(1)).output)
+
+        anyio.run(main)
+        """
+    )
+    assert out.strip().splitlines() == ["noetic.custom_items", "4"]
+
+
+def test_import_noetic_runs_no_collection_and_restores_the_collector() -> None:
+    # The core's modules load with cyclic GC paused (nothing they make is garbage); the
+    # collector comes back exactly as it was: on, or off when the program had turned it off,
+    # also when the import fails half-way.
+    out = _run(
+        """
+        import gc, sys
+        runs = []
+
+        def importing_noetic() -> bool:  # its module object exists; its body has not ended yet
+            return "noetic" in sys.modules and not hasattr(sys.modules["noetic"], "__all__")
+
+        gc.callbacks.append(lambda phase, info: importing_noetic() and runs.append(phase))
+        sys.modules["noetic.harness"] = None  # makes `import noetic` fail half-way
+        try:
+            import noetic
+        except ImportError:
+            pass
+        print(gc.isenabled(), "noetic" in sys.modules)
+        del sys.modules["noetic.harness"]
+        gc.disable()
+        import noetic
+        print(gc.isenabled(), [m for m in sys.modules if m.startswith("noetic.steps.model")])
+        gc.enable()
+        for name in [m for m in sys.modules if m == "noetic" or m.startswith("noetic.")]:
+            del sys.modules[name]
+        gc.collect()
+        runs.clear()
+        import noetic
+        print(gc.isenabled(), runs)
+        """
+    )
+    assert out.strip().splitlines() == ["True False", "False ['noetic.steps.model_call']", "True []"]
 
 
 def test_deferred_names_are_listed_and_typed_like_the_rest() -> None:
@@ -163,3 +282,26 @@ def test_anchoring_is_imported_when_a_call_has_layers() -> None:
         """
     )
     assert out.strip() == "['notes'] True"
+
+
+def test_context_cache_is_checked_at_construction_and_its_defaults_are_built_when_read() -> None:
+    out = _run(
+        """
+        import sys
+        import noetic as nt
+        from noetic.errors import NoeticConfigError
+        from noetic.testing import ScriptedModel
+
+        agent = nt.call_model("answer")
+        plain = nt.AgentHarness("plain", agent_graph=agent, model=ScriptedModel([]))
+        assert plain.cache_control and "noetic.layers.cache_config" not in sys.modules
+        assert plain.layer_memory.config.max_epoch_assemblies == 50  # the defaults, built on reading
+        off = nt.AgentHarness("off", agent_graph=agent, model=ScriptedModel([]), context_cache={"enabled": False})
+        assert not off.cache_control
+        try:
+            nt.AgentHarness("bad", agent_graph=agent, model=ScriptedModel([]), context_cache={"nope": 1})
+        except NoeticConfigError as exc:
+            print(exc.code)
+        """
+    )
+    assert out.strip() == "INVALID_CONTEXT_CACHE"

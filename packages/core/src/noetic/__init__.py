@@ -12,56 +12,69 @@ Everything public is importable from here; plugins implement the hooks in `noeti
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING, Any
 
-from noetic.channels import Channel, ChannelHandle, channel
-from noetic.custom_items import (
-    CustomItem,
-    CustomItemDecl,
-    CustomItemEvent,
-    Return,
-    custom_item,
-    is_custom_item,
-    is_custom_item_event,
-)
-from noetic.errors import NoeticConfigError, NoeticError
-from noetic.execution_context import Context
-from noetic.harness import AgentHarness, HarnessConfig, HarnessResponse
-from noetic.hookspecs import hookimpl
-from noetic.layers import (
-    CLEAR,
-    CallResult,
-    ContextCacheConfig,
-    ContextLayer,
-    LayerContext,
-    LayerResult,
-    LayerSet,
-    LayerStateStore,
-    Projection,
-    RecallResult,
-    ReturnResult,
-    Slot,
-    SpawnResult,
-    allocate_budgets,
-    context,
-    layer_data,
-    layer_function,
-    with_context,
-)
-from noetic.lazy import lazy_attribute, lazy_dir
-from noetic.predicates import LoopSnapshot, Verdict, all_, any_, until
-from noetic.steps.base import Step
-from noetic.steps.code import run_code
-from noetic.steps.decide import Question, decide, question
-from noetic.steps.flow import conditional, sequence
-from noetic.steps.loop import loop
-from noetic.steps.model_call import call_model
-from noetic.steps.parallel import SettleResult, in_parallel
-from noetic.steps.spawn import spawn
-from noetic.streams import StreamEvent
-from noetic.tools import Tool, invoke_tool, tool
+# Cyclic garbage collection is paused while the core's modules load. Importing them makes tens
+# of thousands of objects that live as long as the program (classes, functions, pydantic's field
+# records) and no garbage, so the collections the allocations would set off (about 10 M
+# instructions, measured with bench/import_instructions.py) find nothing to free. The
+# collector's state is restored exactly, also when an import fails.
+_collecting = gc.isenabled()
+gc.disable()
+try:
+    from noetic.channels import Channel, ChannelHandle, channel
+    from noetic.errors import NoeticConfigError, NoeticError
+    from noetic.execution_context import Context
+    from noetic.harness import AgentHarness, HarnessConfig, HarnessResponse
+    from noetic.hookspecs import hookimpl
+    from noetic.layers import (
+        CLEAR,
+        CallResult,
+        ContextLayer,
+        LayerContext,
+        LayerResult,
+        LayerSet,
+        LayerStateStore,
+        Projection,
+        RecallResult,
+        ReturnResult,
+        Slot,
+        SpawnResult,
+        allocate_budgets,
+        context,
+        layer_data,
+        layer_function,
+        with_context,
+    )
+    from noetic.lazy import lazy_attribute, lazy_dir
+    from noetic.steps.base import Step
+    from noetic.steps.model_call import call_model
+    from noetic.streams import StreamEvent
+    from noetic.tools import Tool, invoke_tool, tool
+finally:
+    if _collecting:
+        gc.enable()
+    del _collecting
 
 if TYPE_CHECKING:
+    from noetic.custom_items import (
+        CustomItem,
+        CustomItemDecl,
+        CustomItemEvent,
+        Return,
+        custom_item,
+        is_custom_item,
+        is_custom_item_event,
+    )
+    from noetic.layers.cache_config import ContextCacheConfig
+    from noetic.predicates import LoopSnapshot, Verdict, all_, any_, until
+    from noetic.steps.code import run_code
+    from noetic.steps.decide import Question, decide, question
+    from noetic.steps.flow import conditional, sequence
+    from noetic.steps.loop import loop
+    from noetic.steps.parallel import SettleResult, in_parallel
+    from noetic.steps.spawn import spawn
     from noetic.workflows.workflow import workflow
 
 __all__ = [
@@ -126,8 +139,32 @@ __all__ = [
 ]
 
 
-# Imported on first use, so `import noetic` loads neither the workflow machinery nor JSONata.
-_LAZY = {"workflow": "noetic.workflows"}
+# Imported on first use, so `import noetic` loads neither the workflow machinery nor JSONata,
+# nor the custom-item models and their dispatch (a program that declares none never needs them).
+_LAZY = {
+    "workflow": "noetic.workflows",
+    "ContextCacheConfig": "noetic.layers.cache_config",  # the anchoring settings model
+    **dict.fromkeys(
+        (
+            "CustomItem",
+            "CustomItemDecl",
+            "CustomItemEvent",
+            "Return",
+            "custom_item",
+            "is_custom_item",
+            "is_custom_item_event",
+        ),
+        "noetic.custom_items",
+    ),
+    # The steps besides `call_model` (which the harness itself runs) and their helpers.
+    **dict.fromkeys(("LoopSnapshot", "Verdict", "all_", "any_", "until"), "noetic.predicates"),
+    "run_code": "noetic.steps.code",
+    **dict.fromkeys(("Question", "decide", "question"), "noetic.steps.decide"),
+    **dict.fromkeys(("conditional", "sequence"), "noetic.steps.flow"),
+    "loop": "noetic.steps.loop",
+    **dict.fromkeys(("SettleResult", "in_parallel"), "noetic.steps.parallel"),
+    "spawn": "noetic.steps.spawn",
+}
 
 
 def __getattr__(name: str) -> Any:

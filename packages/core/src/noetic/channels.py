@@ -29,13 +29,13 @@ import contextlib
 import math
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import anyio
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.logs import logger
+from noetic.records import FrozenRecord, set_field
 from noetic.schema import Schema, SchemaError
 
 if TYPE_CHECKING:
@@ -53,14 +53,20 @@ _CLOSED_MEMORY = 4096
 _PENDING_LIMIT = 1024
 
 
-@dataclass(frozen=True, slots=True)
-class Channel(Generic[T]):
+class Channel(FrozenRecord, Generic[T]):
     """A channel declaration: a name, a value schema, a mode and (queue only) a capacity."""
 
+    __slots__ = ("capacity", "mode", "name", "schema")
     name: str
     schema: Schema
-    mode: ChannelMode = "queue"
-    capacity: int = 1000
+    mode: ChannelMode
+    capacity: int
+
+    def __init__(self, name: str, schema: Schema, mode: ChannelMode = "queue", capacity: int = 1000) -> None:
+        set_field(self, "name", name)
+        set_field(self, "schema", schema)
+        set_field(self, "mode", mode)
+        set_field(self, "capacity", capacity)
 
 
 def channel(name: str, *, schema: Any, mode: ChannelMode = "queue", capacity: int = 1000) -> Channel[Any]:
@@ -137,14 +143,16 @@ class _Subscription:
             self.wake = None
 
 
-@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class _State:
-    buffer: deque[Any] = field(default_factory=deque)
-    receivers: deque[_Waiter] = field(default_factory=deque)
-    senders: deque[_Waiter] = field(default_factory=deque)
-    subscriptions: list[_Subscription] = field(default_factory=list)
-    value: Any = None
-    has_value: bool = False
+    __slots__ = ("buffer", "has_value", "receivers", "senders", "subscriptions", "value")
+
+    def __init__(self) -> None:
+        self.buffer: deque[Any] = deque()
+        self.receivers: deque[_Waiter] = deque()
+        self.senders: deque[_Waiter] = deque()
+        self.subscriptions: list[_Subscription] = []
+        self.value: Any = None
+        self.has_value = False
 
 
 class ChannelStore:

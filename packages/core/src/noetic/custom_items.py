@@ -20,7 +20,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeGuard, TypeVar, overload
 
 from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, model_serializer
@@ -28,6 +27,7 @@ from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, mode
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.ids import new_item_id
 from noetic.items import ExtensionItem, assistant_message
+from noetic.records import FrozenRecord, set_field
 from noetic.schema import Schema, SchemaError, to_jsonable
 
 if TYPE_CHECKING:
@@ -206,15 +206,24 @@ class CustomItem(ExtensionItem, Generic[OutT, EventT]):
         return output
 
 
-@dataclass(frozen=True, slots=True)
-class CustomItemEvent(Generic[EventT]):
+class CustomItemEvent(FrozenRecord, Generic[EventT]):
     """The data of a `custom_item_event` stream event."""
 
+    __slots__ = ("declaration", "event", "id", "name", "type")
     id: str
     type: str
     name: str
     event: EventT
     declaration: CustomItemDecl[Any, EventT]
+
+    def __init__(
+        self, id: str, type: str, name: str, event: EventT, declaration: CustomItemDecl[Any, EventT]
+    ) -> None:
+        set_field(self, "id", id)
+        set_field(self, "type", type)
+        set_field(self, "name", name)
+        set_field(self, "event", event)
+        set_field(self, "declaration", declaration)
 
 
 def is_custom_item(item: object, decl: CustomItemDecl[OutT, EventT]) -> TypeGuard[CustomItem[OutT, EventT]]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -34,13 +33,12 @@ from noetic.ids import new_item_id
 from noetic.inspect_sink import EventSink, inspect_url
 from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.budgets import Projection
-from noetic.layers.cache_config import ContextCacheConfig
 from noetic.layers.call import LayerMemory
-from noetic.layers.checkpoint_state import CheckpointLayerStateStore
 from noetic.layers.layer_set import LayerSet
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.logs import logger
 from noetic.model import ModelAdapter
+from noetic.records import FrozenRecord, set_field
 from noetic.runtime import Execution
 from noetic.sessions import DEFAULT_HOT_SESSIONS, EvictionPolicy, SessionTable, stored_point
 from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
@@ -63,6 +61,7 @@ if TYPE_CHECKING:
     from noetic.durable.snapshot import Outcome
     from noetic.durable.store import CheckpointStore
     from noetic.fs.contract import FsAdapter
+    from noetic.layers.cache_config import ContextCacheConfig
     from noetic.packed_sessions import PackedSession
     from noetic.plugins import NoeticPluginManager
     from noetic.registry import Registry
@@ -78,18 +77,35 @@ BACKGROUND_TIMEOUT = 120.0
 DEFAULT_BACKGROUND_GRACE = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class HarnessConfig:
+class HarnessConfig(FrozenRecord):
     """The harness configuration visible to steps as `ctx.harness.config`."""
 
+    __slots__ = ("name", "params")
     name: str
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any]
+
+    def __init__(self, name: str, params: Mapping[str, Any] | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "params", {} if params is None else params)
 
 
-@dataclass(frozen=True, slots=True)
-class HarnessResponse(Generic[OutT]):
+class HarnessResponse(FrozenRecord, Generic[OutT]):
     """The outcome of one turn (HA-4); `output` has the type of the graph's output."""
 
+    __slots__ = (
+        "_layer_usage",
+        "billed_cost",
+        "cost",
+        "execution_id",
+        "held_cost",
+        "items",
+        "output",
+        "text",
+        "thread_id",
+        "usage",
+    )
+    #: The layer usage (or how to compute it on first read) is not part of the response's value.
+    _hidden = ("_layer_usage",)
     output: OutT
     text: str
     items: tuple[Item, ...]
@@ -99,7 +115,31 @@ class HarnessResponse(Generic[OutT]):
     held_cost: float
     execution_id: str
     thread_id: str
-    _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = field(default=None, repr=False)
+    _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None
+
+    def __init__(
+        self,
+        output: OutT,
+        text: str,
+        items: tuple[Item, ...],
+        usage: RoundUsage,
+        cost: float,
+        billed_cost: float,
+        held_cost: float,
+        execution_id: str,
+        thread_id: str,
+        _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None,
+    ) -> None:
+        set_field(self, "output", output)
+        set_field(self, "text", text)
+        set_field(self, "items", items)
+        set_field(self, "usage", usage)
+        set_field(self, "cost", cost)
+        set_field(self, "billed_cost", billed_cost)
+        set_field(self, "held_cost", held_cost)
+        set_field(self, "execution_id", execution_id)
+        set_field(self, "thread_id", thread_id)
+        set_field(self, "_layer_usage", _layer_usage)
 
     @property
     def last_layer_usage(self) -> LastLayerUsage | None:
@@ -107,7 +147,7 @@ class HarnessResponse(Generic[OutT]):
         usage = self._layer_usage
         if callable(usage):  # computed on first read
             usage = usage()
-            object.__setattr__(self, "_layer_usage", usage)
+            set_field(self, "_layer_usage", usage)
         return usage
 
 
@@ -313,7 +353,7 @@ class AgentHarness(Generic[OutT]):
         #: Where layer state persists between executions (LY-14, LY-16); any `LayerStateStore`.
         self.layer_store: LayerStateStore = _layer_store(layer_store, storage, self._checkpoint_store)
         #: Prompt-cache anchoring and eventual-recall memory, kept across turns.
-        self.layer_memory = LayerMemory(ContextCacheConfig.of(context_cache))
+        self.layer_memory = LayerMemory(_cache_config(context_cache))
         #: The projection policy of model steps that set none (BG-5).
         self.projection = Projection.of(projection)
         self.storage = storage
@@ -374,7 +414,7 @@ class AgentHarness(Generic[OutT]):
     @property
     def cache_control(self) -> bool:
         """Whether prompt-cache anchoring is on (requests then carry `cache_control`)."""
-        return self.layer_memory.config.enabled
+        return self.layer_memory.anchoring_enabled
 
     @property
     def plugin_manager(self) -> NoeticPluginManager:
@@ -1150,6 +1190,16 @@ def _next_turn(queue: list[_Ticket]) -> tuple[list[_Ticket], list[_Ticket]]:
     return queue[:cut], queue[cut:]
 
 
+def _cache_config(value: Any) -> ContextCacheConfig | None:
+    """The harness's `context_cache=` checked now (`INVALID_CONTEXT_CACHE`); None, the default
+    settings, stays None so the settings model is built only if anchoring reads it."""
+    if value is None:
+        return None
+    from noetic.layers.cache_config import ContextCacheConfig
+
+    return ContextCacheConfig.of(value)
+
+
 def _layer_store(
     given: LayerStateStore | None, storage: Any, checkpoints: Callable[[], CheckpointStore | None]
 ) -> LayerStateStore:
@@ -1164,6 +1214,7 @@ def _layer_store(
         return given
     if storage is None:
         return MemoryLayerStateStore()
+    from noetic.layers.checkpoint_state import CheckpointLayerStateStore  # with storage= only
 
     def resolve() -> CheckpointStore:
         store = checkpoints()

@@ -52,7 +52,10 @@ STANDARD_ITEM_TYPES = frozenset({"message", "function_call", "function_call_outp
 
 
 class _WireModel(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # Every item and part type builds its validators when it is first used rather than at
+    # `import noetic`: a program pays for the types it makes (a plain conversation never makes a
+    # refusal, a reasoning item or an extension item).
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
 
 # --- content parts (IL-4) -------------------------------------------------------------------
@@ -163,12 +166,23 @@ class FunctionCallOutputItem(_ItemBase):
     output: str
 
 
+# The default factories are Python functions, not the builtins `list` and `dict`: pydantic reads a
+# factory's signature while it builds a model, and for a builtin that means parsing its text
+# signature with the tokenizer (about 25 M instructions the first time, more than the models).
+def _no_parts() -> list[ContentPart]:
+    return []
+
+
+def _no_data() -> dict[str, Any]:
+    return {}
+
+
 class ReasoningItem(_ItemBase):
     """A reasoning trace; `encrypted_content` must be sent back unmodified."""
 
     id: str = Field(default_factory=partial(new_item_id, "rs"))
     type: Literal["reasoning"] = "reasoning"
-    content: list[ContentPart] = Field(default_factory=list)
+    content: list[ContentPart] = Field(default_factory=_no_parts)
     summary: list[ContentPart] | None = None
     encrypted_content: str | None = None
 
@@ -182,7 +196,7 @@ class ExtensionItem(_ItemBase):
 
     id: str = Field(default_factory=partial(new_item_id, "ext"))
     type: str
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, Any] = Field(default_factory=_no_data)
 
     @field_validator("type")
     @classmethod

@@ -16,12 +16,12 @@ runs reconciliation outside the caller's cancellation; the harness awaits it on 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from noetic.items import Item
+from noetic.records import FrozenRecord, Record, set_field
 from noetic.usage import RoundUsage
 
 __all__ = [
@@ -85,30 +85,77 @@ class Billing(Protocol):
         ...
 
 
-@dataclass(slots=True, frozen=True)
-class ToolDefinition:
+class ToolDefinition(FrozenRecord):
     """A function tool as offered to the model: name, description, JSON Schema parameters."""
 
+    __slots__ = ("description", "name", "parameters", "strict")
     name: str
     description: str
     parameters: Mapping[str, Any]
-    strict: bool | None = None
+    strict: bool | None
+
+    def __init__(
+        self, name: str, description: str, parameters: Mapping[str, Any], strict: bool | None = None
+    ) -> None:
+        set_field(self, "name", name)
+        set_field(self, "description", description)
+        set_field(self, "parameters", parameters)
+        set_field(self, "strict", strict)
 
 
-@dataclass(slots=True)
-class ModelRequest:
-    """One model round: the assembled view and everything the provider needs besides."""
+class ModelRequest(Record):
+    """One model round: the assembled view and everything the provider needs besides.
+
+    `params` left out is an empty dict of the request's own.
+    """
 
     model_id: str
     items: Sequence[Item]
-    instructions: str | None = None
-    tools: Sequence[ToolDefinition] = ()
-    output_schema: Mapping[str, Any] | None = None
-    params: Mapping[str, Any] = field(default_factory=dict)
-    cache_control: bool = False
-    execution_id: str = ""
-    thread_id: str = ""
-    billing: Billing | None = None
+    instructions: str | None
+    tools: Sequence[ToolDefinition]
+    output_schema: Mapping[str, Any] | None
+    params: Mapping[str, Any]
+    cache_control: bool
+    execution_id: str
+    thread_id: str
+    billing: Billing | None
+
+    __slots__ = (
+        "billing",
+        "cache_control",
+        "execution_id",
+        "instructions",
+        "items",
+        "model_id",
+        "output_schema",
+        "params",
+        "thread_id",
+        "tools",
+    )
+
+    def __init__(
+        self,
+        model_id: str,
+        items: Sequence[Item],
+        instructions: str | None = None,
+        tools: Sequence[ToolDefinition] = (),
+        output_schema: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        cache_control: bool = False,
+        execution_id: str = "",
+        thread_id: str = "",
+        billing: Billing | None = None,
+    ) -> None:
+        self.model_id = model_id
+        self.items = items
+        self.instructions = instructions
+        self.tools = tools
+        self.output_schema = output_schema
+        self.params = {} if params is None else params
+        self.cache_control = cache_control
+        self.execution_id = execution_id
+        self.thread_id = thread_id
+        self.billing = billing
 
 
 class TextDelta(NamedTuple):
@@ -133,7 +180,8 @@ class ModelResponse(BaseModel):
     id for the call, kept for reconciliation and support.
     """
 
-    model_config = ConfigDict(frozen=True)
+    # Built on the first response rather than at `import noetic` (its schema holds every item type).
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     items: tuple[Item, ...]
     usage: RoundUsage = RoundUsage()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
+
+from noetic.records import FrozenRecord, set_field
 
 if TYPE_CHECKING:
     from noetic.usage import StepMeta, TokenUsage
@@ -18,30 +19,72 @@ if TYPE_CHECKING:
 __all__ = ["LoopSnapshot", "Until", "Verdict", "all_", "any_", "evaluate", "until"]
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(FrozenRecord):
     """Whether to stop, why, and feedback for `prepare_next`."""
 
+    __slots__ = ("feedback", "reason", "stop")
     stop: bool
-    reason: str | None = None
-    feedback: str | None = None
+    reason: str | None
+    feedback: str | None
+
+    def __init__(self, stop: bool, reason: str | None = None, feedback: str | None = None) -> None:
+        set_field(self, "stop", stop)
+        set_field(self, "reason", reason)
+        set_field(self, "feedback", feedback)
 
 
-@dataclass(frozen=True, slots=True)
-class LoopSnapshot:
-    """What an `until` sees after each iteration."""
+class LoopSnapshot(FrozenRecord):
+    """What an `until` sees after each iteration.
 
+    `held_cost`: USD held at ceiling on the root for cut-off or unreadable paid calls (AC-4).
+    """
+
+    __slots__ = (
+        "cost",
+        "depth",
+        "elapsed",
+        "held_cost",
+        "history",
+        "last_output",
+        "last_step_meta",
+        "last_text",
+        "step_count",
+        "tokens",
+    )
     step_count: int
     tokens: TokenUsage
     elapsed: float
     cost: float
     last_output: Any
     last_text: str
-    history: Sequence[Any] = field(default_factory=tuple)
-    depth: int = 0
-    last_step_meta: StepMeta | None = None
-    #: USD held at ceiling on the root for cut-off or unreadable paid calls (AC-4).
-    held_cost: float = 0.0
+    history: Sequence[Any]
+    depth: int
+    last_step_meta: StepMeta | None
+    held_cost: float
+
+    def __init__(
+        self,
+        step_count: int,
+        tokens: TokenUsage,
+        elapsed: float,
+        cost: float,
+        last_output: Any,
+        last_text: str,
+        history: Sequence[Any] = (),
+        depth: int = 0,
+        last_step_meta: StepMeta | None = None,
+        held_cost: float = 0.0,
+    ) -> None:
+        set_field(self, "step_count", step_count)
+        set_field(self, "tokens", tokens)
+        set_field(self, "elapsed", elapsed)
+        set_field(self, "cost", cost)
+        set_field(self, "last_output", last_output)
+        set_field(self, "last_text", last_text)
+        set_field(self, "history", history)
+        set_field(self, "depth", depth)
+        set_field(self, "last_step_meta", last_step_meta)
+        set_field(self, "held_cost", held_cost)
 
 
 Until: TypeAlias = Callable[[LoopSnapshot], "bool | Verdict | Awaitable[bool | Verdict]"]

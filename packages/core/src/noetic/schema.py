@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from itertools import islice
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from noetic.records import FrozenRecord, set_field
 
 __all__ = ["Schema", "SchemaError", "SchemaProblem", "to_jsonable"]
 
@@ -25,12 +26,16 @@ _MESSAGE_LENGTH = 300
 _MAX_PROBLEMS = 50
 
 
-@dataclass(frozen=True, slots=True)
-class SchemaProblem:
+class SchemaProblem(FrozenRecord):
     """One failing field: its dotted path (`""` for the whole value) and the complaint."""
 
+    __slots__ = ("message", "path")
     path: str
     message: str
+
+    def __init__(self, path: str, message: str) -> None:
+        set_field(self, "path", path)
+        set_field(self, "message", message)
 
     def __str__(self) -> str:
         return f"{self.path or '<value>'}: {self.message}"

@@ -51,13 +51,13 @@ import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 from urllib.parse import quote
 
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import ItemLog
 from noetic.logs import logger
+from noetic.records import FrozenRecord, set_field
 
 if TYPE_CHECKING:
     from noetic.durable.history import StoredPoint
@@ -118,15 +118,22 @@ def _record_current(session: _Session) -> bool:
     return stored is not None and stored[0] is session.log and stored[1].count == len(session.log)
 
 
-@dataclass(frozen=True, slots=True)
-class EvictionPolicy:
+class EvictionPolicy(FrozenRecord):
     """When idle sessions leave memory: `max_idle` (None: no count bound) and
     `idle_timeout` in seconds (None: no age bound); and how many idle sessions stay unpacked,
     `hot` (None: all of them, SE-5)."""
 
+    __slots__ = ("hot", "idle_timeout", "max_idle")
     max_idle: int | None
     idle_timeout: float | None
-    hot: int | None = DEFAULT_HOT_SESSIONS
+    hot: int | None
+
+    def __init__(
+        self, max_idle: int | None, idle_timeout: float | None, hot: int | None = DEFAULT_HOT_SESSIONS
+    ) -> None:
+        set_field(self, "max_idle", max_idle)
+        set_field(self, "idle_timeout", idle_timeout)
+        set_field(self, "hot", hot)
 
     @property
     def evicts(self) -> bool:

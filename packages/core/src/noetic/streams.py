@@ -11,6 +11,7 @@ woken once per batch.
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from functools import lru_cache
@@ -18,10 +19,8 @@ from typing import Any, Literal, NamedTuple
 
 import anyio
 
-from noetic.custom_items import CustomItem, CustomItemEvent
 from noetic.items import Item
 from noetic.model import ReasoningDelta, TextDelta
-from noetic.snapshots import TextSoFar
 
 __all__ = ["DELTA_BATCH", "TURN_END_EVENTS", "StreamEvent", "Subscription", "TurnStream", "items_from_events"]
 
@@ -193,6 +192,8 @@ async def items_from_events(events: AsyncIterator[StreamEvent]) -> AsyncIterator
     the length so far, and keeps its own text); custom-item events arrive as in-progress custom items
     whose `.event` is the latest payload. A later snapshot with the same id replaces earlier ones.
     """
+    from noetic.snapshots import TextSoFar  # here: only item streams make snapshots
+
     texts: dict[str, TextSoFar] = {}
     async for event in events:
         data = event.data
@@ -206,5 +207,20 @@ async def items_from_events(events: AsyncIterator[StreamEvent]) -> AsyncIterator
             item = data["item"]
             texts.pop(item.id, None)
             yield item
-        elif isinstance(data, CustomItemEvent):
-            yield CustomItem.snapshot(data.id, data.type, data.declaration, data.event)
+        else:
+            snapshot = _custom_item_snapshot(data)
+            if snapshot is not None:
+                yield snapshot
+
+
+def _custom_item_snapshot(data: Any) -> Item | None:
+    """The in-progress custom item of a custom-item event's data (None for any other data).
+
+    Only `noetic.custom_items` publishes such events, so while it is not imported (a program
+    that declares no custom item) there is none to look for, and it is not imported for that.
+    """
+    custom = sys.modules.get("noetic.custom_items")
+    if custom is None or not isinstance(data, custom.CustomItemEvent):
+        return None
+    snapshot: Item = custom.CustomItem.snapshot(data.id, data.type, data.declaration, data.event)
+    return snapshot

@@ -30,13 +30,9 @@ ReanchorReason: TypeAlias = Literal[
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class _BuiltOnFirstUse(_Frozen):
-    """The layer-usage snapshot: made only when someone reads it (and for calls with layers),
-    so its validators are built then rather than at `import noetic`."""
-
+    # Validators are built when a model is first used rather than at `import noetic`: a plain
+    # tool round trip makes round usage only (the layer-usage snapshot is made when someone
+    # reads it, and for calls with layers; step metadata and execution totals when read).
     model_config = ConfigDict(frozen=True, defer_build=True)
 
 
@@ -87,7 +83,7 @@ class StepMeta(_Frozen):
     decision: DecisionMeta | None = None
 
 
-class LayerUsageEntry(_BuiltOnFirstUse):
+class LayerUsageEntry(_Frozen):
     """One context layer's share of the last assembled view (LU-2)."""
 
     layer_id: str
@@ -100,7 +96,7 @@ class LayerUsageEntry(_BuiltOnFirstUse):
     rebill_tokens: int = 0
 
 
-class EpochUsage(_BuiltOnFirstUse):
+class EpochUsage(_Frozen):
     """Prompt-cache anchoring state behind the most recent assembly (LU-3)."""
 
     id: str
@@ -111,7 +107,7 @@ class EpochUsage(_BuiltOnFirstUse):
     reanchor_reason: ReanchorReason | None = None
 
 
-class LastLayerUsage(_BuiltOnFirstUse):
+class LastLayerUsage(_Frozen):
     """How the most recent model call decomposed the context window (LU-1)."""
 
     execution_id: str

@@ -14,9 +14,9 @@
 - `with_context` — the step that adds layers for its child.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from noetic.layers.budgets import DEFAULT_PROJECTION, BudgetAllocation, Projection, allocate_budgets
-from noetic.layers.cache_config import ContextCacheConfig
-from noetic.layers.checkpoint_state import CheckpointLayerStateStore
 from noetic.layers.contract import (
     CLEAR,
     BudgetRange,
@@ -46,6 +46,11 @@ from noetic.layers.report import render_layer_usage
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore, ScopedStorage
 from noetic.layers.view import View, assemble_view
 from noetic.layers.with_context import WithContext, with_context
+from noetic.lazy import lazy_attribute, lazy_dir
+
+if TYPE_CHECKING:
+    from noetic.layers.cache_config import ContextCacheConfig
+    from noetic.layers.checkpoint_state import CheckpointLayerStateStore
 
 __all__ = [
     "CLEAR",
@@ -87,3 +92,18 @@ __all__ = [
     "validate_layer",
     "with_context",
 ]
+
+# Imported on first use: the anchoring settings model (a harness given no `context_cache=` never
+# builds it) and the checkpoint-backed state store (only `storage=` needs the durable store).
+_LAZY = {
+    "ContextCacheConfig": "noetic.layers.cache_config",
+    "CheckpointLayerStateStore": "noetic.layers.checkpoint_state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals(), _LAZY)

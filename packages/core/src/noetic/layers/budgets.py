@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from noetic.errors import NoeticConfigError
 from noetic.layers.contract import BudgetRange, budget_range
+from noetic.records import FrozenRecord, set_field
 
 __all__ = ["DEFAULT_PROJECTION", "BudgetAllocation", "Projection", "allocate_budgets"]
 
@@ -29,8 +29,7 @@ OVERFLOW_MODES = ("sliding_window", "truncate", "summarize")
 LAYER_POOL_SHARE = 0.6
 
 
-@dataclass(frozen=True, slots=True)
-class Projection:
+class Projection(FrozenRecord):
     """How big the view may get: `token_budget` minus `response_reserve` (tokens).
 
     `window_size` optionally caps the number of history items before the token pass.
@@ -39,19 +38,32 @@ class Projection:
     model id or adapter; None: the step's model) (`summarize`).
     """
 
-    token_budget: float = 128_000
-    response_reserve: float = 4_000
-    overflow: Literal["truncate", "summarize", "sliding_window"] = "sliding_window"
-    window_size: int | None = None
-    overflow_model: Any = None
+    __slots__ = ("overflow", "overflow_model", "response_reserve", "token_budget", "window_size")
+    token_budget: float
+    response_reserve: float
+    overflow: Literal["truncate", "summarize", "sliding_window"]
+    window_size: int | None
+    overflow_model: Any
 
-    def __post_init__(self) -> None:
-        if self.overflow not in OVERFLOW_MODES:
+    def __init__(
+        self,
+        token_budget: float = 128_000,
+        response_reserve: float = 4_000,
+        overflow: Literal["truncate", "summarize", "sliding_window"] = "sliding_window",
+        window_size: int | None = None,
+        overflow_model: Any = None,
+    ) -> None:
+        if overflow not in OVERFLOW_MODES:
             raise NoeticConfigError(
                 "INVALID_BUDGET_INPUT",
-                f"projection overflow {self.overflow!r} is unknown",
+                f"projection overflow {overflow!r} is unknown",
                 hint=f"Use one of {', '.join(OVERFLOW_MODES)}.",
             )
+        set_field(self, "token_budget", token_budget)
+        set_field(self, "response_reserve", response_reserve)
+        set_field(self, "overflow", overflow)
+        set_field(self, "window_size", window_size)
+        set_field(self, "overflow_model", overflow_model)
 
     @classmethod
     def of(cls, value: Projection | Mapping[str, Any] | None) -> Projection | None:
@@ -71,13 +83,20 @@ class Projection:
 DEFAULT_PROJECTION = Projection()
 
 
-@dataclass(frozen=True, slots=True)
-class BudgetAllocation:
+class BudgetAllocation(FrozenRecord):
     """Tokens per layer (in input order, keyed by `ids`) and for history."""
 
+    __slots__ = ("allocations", "history_budget", "ids")
     ids: tuple[str | None, ...]
     allocations: tuple[float, ...]
     history_budget: float
+
+    def __init__(
+        self, ids: tuple[str | None, ...], allocations: tuple[float, ...], history_budget: float
+    ) -> None:
+        set_field(self, "ids", ids)
+        set_field(self, "allocations", allocations)
+        set_field(self, "history_budget", history_budget)
 
     def by_id(self) -> dict[str, float]:
         """Allocations keyed by layer id (entries given as bare budgets are left out)."""

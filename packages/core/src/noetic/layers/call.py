@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -63,14 +63,16 @@ if TYPE_CHECKING:
 __all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
 
 
-@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class RecallCache:
     """Recall output of `recall_mode="eventual"` layers, kept until their `store` changes state,
     by (scope key, layer id); `drop_scope` forgets a scope's outputs (an evicted thread's)."""
 
-    outputs: dict[tuple[str, str], LayerOutput] = field(default_factory=dict)
-    #: The layer ids with a cached output, by scope key.
-    _layers: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False)
+    __slots__ = ("_layers", "outputs")
+
+    def __init__(self) -> None:
+        self.outputs: dict[tuple[str, str], LayerOutput] = {}
+        #: The layer ids with a cached output, by scope key.
+        self._layers: dict[str, set[str]] = {}
 
     def get(self, key: tuple[str, str]) -> LayerOutput | None:
         """The cached output for `key`, if still valid."""
@@ -95,7 +97,6 @@ class RecallCache:
             del self.outputs[(scope_key, layer_id)]
 
 
-@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class LayerMemory:
     """What a harness remembers about its layers across turns: anchoring (under `config`) and
     recall caches, overflow summaries, token estimates of log items by id (items never change,
@@ -103,17 +104,31 @@ class LayerMemory:
     the hook table of each layer object and the hook index of each list of them.
 
     The anchoring store is built on first use: a harness whose calls never have layers never
-    imports `noetic.layers.anchoring`."""
+    imports `noetic.layers.anchoring`. `config` None stands for the default settings, made
+    only when anchoring first reads them (a harness given none never builds the model)."""
 
-    config: ContextCacheConfig
-    _anchors: AnchorStore | None = field(default=None, init=False, repr=False)
-    recalls: RecallCache = field(default_factory=RecallCache)
-    summaries: SummaryMemory = field(default_factory=SummaryMemory)
-    tokens: dict[str, int] = field(default_factory=dict)
-    renders: dict[str, LayerOutput] = field(default_factory=dict)
-    allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = field(default_factory=dict)
-    hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = field(default_factory=dict)
-    hook_indexes: HookIndexes = field(default_factory=dict)
+    __slots__ = (
+        "_anchors",
+        "_config",
+        "allocations",
+        "hook_indexes",
+        "hook_tables",
+        "recalls",
+        "renders",
+        "summaries",
+        "tokens",
+    )
+
+    def __init__(self, config: ContextCacheConfig | None = None) -> None:
+        self._config = config
+        self._anchors: AnchorStore | None = None
+        self.recalls = RecallCache()
+        self.summaries = SummaryMemory()
+        self.tokens: dict[str, int] = {}
+        self.renders: dict[str, LayerOutput] = {}
+        self.allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = {}
+        self.hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = {}
+        self.hook_indexes: HookIndexes = {}
 
     @property
     def anchors(self) -> AnchorStore:
@@ -124,6 +139,21 @@ class LayerMemory:
 
             anchors = self._anchors = AnchorStore(self.config)
         return anchors
+
+    @property
+    def config(self) -> ContextCacheConfig:
+        """The anchoring settings (the defaults when the harness was given none)."""
+        config = self._config
+        if config is None:
+            from noetic.layers.cache_config import ContextCacheConfig
+
+            config = self._config = ContextCacheConfig()
+        return config
+
+    @property
+    def anchoring_enabled(self) -> bool:
+        """Whether prompt-cache anchoring is on (it is by default)."""
+        return self._config is None or self._config.enabled
 
     def forget_lineage(self, key: str) -> None:
         """Drop the anchoring state of lineage `key` (a finished child execution)."""

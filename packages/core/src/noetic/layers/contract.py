@@ -49,13 +49,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 from noetic.errors import NoeticConfigError
 from noetic.items import Item
+from noetic.records import FrozenRecord, set_field
 from noetic.schema import Schema, SchemaError
 from noetic.usage import RoundUsage
 
@@ -161,12 +160,16 @@ class Slot:
     SEMANTIC_RECALL: Final = 400
 
 
-@dataclass(frozen=True, slots=True)
-class BudgetRange:
+class BudgetRange(FrozenRecord):
     """A token budget between `min` and `max` (`max` may be `math.inf`)."""
 
+    __slots__ = ("max", "min")
     min: float
     max: float
+
+    def __init__(self, min: float, max: float) -> None:
+        set_field(self, "min", min)
+        set_field(self, "max", max)
 
 
 #: A layer budget: a fixed number of tokens, a range, `"auto"` (or None): unbounded headroom.
@@ -205,63 +208,87 @@ class _Unset:
 UNSET: Final = _Unset()
 
 
-@dataclass(frozen=True, slots=True)
-class RecallResult:
+class RecallResult(FrozenRecord):
     """What a layer contributes to the view: items and their self-reported token count.
 
     Returning `state` commits new state while rendering, which forces the layer into the
     live band (AN-7).
     """
 
+    __slots__ = ("items", "state", "token_count")
     items: Sequence[Item]
     token_count: int
-    state: Any = UNSET
+    state: Any
+
+    def __init__(self, items: Sequence[Item], token_count: int, state: Any = UNSET) -> None:
+        set_field(self, "items", items)
+        set_field(self, "token_count", token_count)
+        set_field(self, "state", state)
 
 
-@dataclass(frozen=True, slots=True)
-class SpawnResult:
+class SpawnResult(FrozenRecord):
     """`on_spawn`'s answer: the child's state and items to seed the child's log (SP-2)."""
 
+    __slots__ = ("child_state", "items")
     child_state: Any
-    items: Sequence[Item] = ()
+    items: Sequence[Item]
+
+    def __init__(self, child_state: Any, items: Sequence[Item] = ()) -> None:
+        set_field(self, "child_state", child_state)
+        set_field(self, "items", items)
 
 
-@dataclass(frozen=True, slots=True)
-class ReturnResult:
+class ReturnResult(FrozenRecord):
     """`on_return`'s answer when it also rewrites the child's result for the next layer (SP-3)."""
 
-    parent_state: Any = UNSET
-    result: Any = UNSET
+    __slots__ = ("parent_state", "result")
+    parent_state: Any
+    result: Any
+
+    def __init__(self, parent_state: Any = UNSET, result: Any = UNSET) -> None:
+        set_field(self, "parent_state", parent_state)
+        set_field(self, "result", result)
 
 
-@dataclass(frozen=True, slots=True)
-class LayerResult:
+class LayerResult(FrozenRecord):
     """A provided function's answer when it also replaces the layer state (CTX-5)."""
 
-    result: Any = None
-    state: Any = UNSET
+    __slots__ = ("result", "state")
+    result: Any
+    state: Any
+
+    def __init__(self, result: Any = None, state: Any = UNSET) -> None:
+        set_field(self, "result", result)
+        set_field(self, "state", state)
 
 
-@dataclass(frozen=True, slots=True)
-class CallResult:
+class CallResult(FrozenRecord):
     """What `store` learns about the model step that just finished.
 
     `new_items` are the items the step appended (model output and tool outputs), `rounds` the
     usage of each model round, `text` the last assistant text.
     """
 
+    __slots__ = ("model_id", "new_items", "rounds", "text")
     new_items: tuple[Item, ...]
     rounds: tuple[RoundUsage, ...]
     model_id: str
     text: str
+
+    def __init__(
+        self, new_items: tuple[Item, ...], rounds: tuple[RoundUsage, ...], model_id: str, text: str
+    ) -> None:
+        set_field(self, "new_items", new_items)
+        set_field(self, "rounds", rounds)
+        set_field(self, "model_id", model_id)
+        set_field(self, "text", text)
 
 
 #: Which layers a re-render recalls: the asking layer, it and every higher slot, or all.
 RerenderScope: TypeAlias = Literal["self", "slot-after", "all"]
 
 
-@dataclass(frozen=True, slots=True)
-class ItemAppendResult:
+class ItemAppendResult(FrozenRecord):
     """`on_item_append`'s answer when it also replaces the layer state or asks for a re-render
     (LY-2).
 
@@ -270,27 +297,44 @@ class ItemAppendResult:
     layers of `rerender_scope` recalled before the next model round sees the new items.
     """
 
+    __slots__ = ("items", "rerender", "rerender_scope", "state")
     items: Sequence[Item]
-    state: Any = UNSET
-    rerender: bool = False
-    rerender_scope: RerenderScope = "slot-after"
+    state: Any
+    rerender: bool
+    rerender_scope: RerenderScope
+
+    def __init__(
+        self,
+        items: Sequence[Item],
+        state: Any = UNSET,
+        rerender: bool = False,
+        rerender_scope: RerenderScope = "slot-after",
+    ) -> None:
+        set_field(self, "items", items)
+        set_field(self, "state", state)
+        set_field(self, "rerender", rerender)
+        set_field(self, "rerender_scope", rerender_scope)
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallRequest:
+class ToolCallRequest(FrozenRecord):
     """A tool call the model asked for, as `before_tool_call` sees it.
 
     `args` are the decoded JSON arguments (the raw text when they are not JSON), already
     rewritten by any earlier layer's `override_args`.
     """
 
+    __slots__ = ("args", "call_id", "name")
     name: str
     args: Any
     call_id: str
 
+    def __init__(self, name: str, args: Any, call_id: str) -> None:
+        set_field(self, "name", name)
+        set_field(self, "args", args)
+        set_field(self, "call_id", call_id)
 
-@dataclass(frozen=True, slots=True)
-class ToolCallDecision:
+
+class ToolCallDecision(FrozenRecord):
     """`before_tool_call`'s answer (LY-6).
 
     `block` refuses the call: the message becomes the tool's error output and the model reads
@@ -298,17 +342,22 @@ class ToolCallDecision:
     `state` replaces the layer state.
     """
 
-    block: str | None = None
-    override_args: Any = UNSET
-    state: Any = UNSET
+    __slots__ = ("block", "override_args", "state")
+    block: str | None
+    override_args: Any
+    state: Any
+
+    def __init__(self, block: str | None = None, override_args: Any = UNSET, state: Any = UNSET) -> None:
+        set_field(self, "block", block)
+        set_field(self, "override_args", override_args)
+        set_field(self, "state", state)
 
 
 #: What `after_model_call` decides about a model response.
 SteeringAction: TypeAlias = Literal["allow", "deny", "guide"]
 
 
-@dataclass(frozen=True, slots=True)
-class ModelCallDecision:
+class ModelCallDecision(FrozenRecord):
     """`after_model_call`'s answer (LY-5): build it with `allow`, `deny` or `guide`.
 
     `deny` fails the step with `steering_denied` (the message is the reason); `guide` drops the
@@ -316,9 +365,17 @@ class ModelCallDecision:
     replaces the layer state whatever the action.
     """
 
-    action: SteeringAction = "allow"
-    message: str | None = None
-    state: Any = UNSET
+    __slots__ = ("action", "message", "state")
+    action: SteeringAction
+    message: str | None
+    state: Any
+
+    def __init__(
+        self, action: SteeringAction = "allow", message: str | None = None, state: Any = UNSET
+    ) -> None:
+        set_field(self, "action", action)
+        set_field(self, "message", message)
+        set_field(self, "state", state)
 
     @classmethod
     def allow(cls, *, state: Any = UNSET) -> ModelCallDecision:
@@ -336,26 +393,32 @@ class ModelCallDecision:
         return cls("guide", guidance, state)
 
 
-@dataclass(frozen=True, slots=True)
-class ParentUpdateResult:
+class ParentUpdateResult(FrozenRecord):
     """`on_parent_update`'s answer when it also injects items into the child's log (LY-9)."""
 
-    child_state: Any = UNSET
-    items: Sequence[Item] = ()
+    __slots__ = ("child_state", "items")
+    child_state: Any
+    items: Sequence[Item]
+
+    def __init__(self, child_state: Any = UNSET, items: Sequence[Item] = ()) -> None:
+        set_field(self, "child_state", child_state)
+        set_field(self, "items", items)
 
 
 # --- provides ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class LayerData:
+class LayerData(FrozenRecord):
     """A read-only projection of the layer state; `ctx.context[id].name` reads it live."""
 
+    __slots__ = ("read",)
     read: Callable[[Any], Any]
 
+    def __init__(self, read: Callable[[Any], Any]) -> None:
+        set_field(self, "read", read)
 
-@dataclass(frozen=True)
-class LayerFunction:
+
+class LayerFunction(FrozenRecord):
     """An async function over the layer state, also offered to the model as a tool.
 
     `execute(args, ctx)` gets the validated input (a pydantic instance, or the value for a
@@ -363,16 +426,32 @@ class LayerFunction:
     to replace the state as well.
     """
 
+    __slots__ = ("_input_schema", "description", "execute", "input", "tools")
+    _derived = ("tools", "_input_schema")
     execute: Callable[[Any, LayerContext], Awaitable[Any]]
     input: Schema
-    description: str = ""
+    description: str
     #: The model tool of this function per layer id (built on first use, then reused).
-    tools: dict[str, Tool] = field(default_factory=dict, compare=False, repr=False)
+    tools: dict[str, Tool]
+    _input_schema: dict[str, Any] | None
 
-    @cached_property
+    def __init__(
+        self, execute: Callable[[Any, LayerContext], Awaitable[Any]], input: Schema, description: str = ""
+    ) -> None:
+        set_field(self, "execute", execute)
+        set_field(self, "input", input)
+        set_field(self, "description", description)
+        set_field(self, "tools", {})
+        set_field(self, "_input_schema", None)
+
+    @property
     def input_schema(self) -> dict[str, Any]:
-        """The JSON Schema of the input, as sent to the model."""
-        return self.input.json_schema
+        """The JSON Schema of the input, as sent to the model (built on first use)."""
+        schema = self._input_schema
+        if schema is None:
+            schema = self.input.json_schema
+            set_field(self, "_input_schema", schema)
+        return schema
 
     def validate(self, args: Any) -> Any:
         """The validated input; raises `SchemaError`."""

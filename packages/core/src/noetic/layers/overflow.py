@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from noetic.errors import NoeticError
@@ -134,11 +133,13 @@ def _text_of(item: Item) -> str | None:
 # --- summarize -----------------------------------------------------------------------------
 
 
-@dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class SummaryMemory:
     """Summaries already written, by the id of the last item each one covers."""
 
-    by_last_item: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("by_last_item",)
+
+    def __init__(self) -> None:
+        self.by_last_item: dict[str, str] = {}
 
     def find(self, items: Sequence[Item]) -> tuple[int, str | None]:
         """The longest prefix of `items` already summarized: its length and its summary."""

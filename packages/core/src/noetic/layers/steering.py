@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from noetic.errors import NoeticError
@@ -144,7 +143,7 @@ async def guard_tool_call(ctx: Context, request: ToolCallRequest) -> ToolCallReq
             if value.block is not None:
                 return str(value.block) or f"tool call blocked by {entry.id!r}"
             if value.override_args is not UNSET:
-                request = replace(request, args=value.override_args)
+                request = ToolCallRequest(request.name, value.override_args, request.call_id)
         return request
     finally:
         await frame.flush()

@@ -13,20 +13,24 @@ an orphan. The log itself is never touched (IL-1).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item
+from noetic.records import FrozenRecord, set_field
 from noetic.tokens import estimate_item_tokens
 
 __all__ = ["View", "assemble_view", "strip_orphans"]
 
 
-@dataclass(frozen=True, slots=True)
-class View:
+class View(FrozenRecord):
     """An assembled view: every item in order, and the part of it that is history."""
 
+    __slots__ = ("history", "items")
     items: tuple[Item, ...]
     history: tuple[Item, ...]
+
+    def __init__(self, items: tuple[Item, ...], history: tuple[Item, ...]) -> None:
+        set_field(self, "items", items)
+        set_field(self, "history", history)
 
 
 def strip_orphans(items: Sequence[Item]) -> list[Item]:

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
-from noetic.custom_items import current_dispatch, drain
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.steps.base import Step, check_in_thread, takes_ctx
 
@@ -92,6 +91,9 @@ class RunCode(Step):
         if self.in_thread:
             args = (input, ctx) if self._with_ctx else (input,)
             return await anyio.to_thread.run_sync(self.execute, *args, abandon_on_cancel=True)
+        # Here rather than at the top: `import noetic` does not load the custom-item machinery.
+        from noetic.custom_items import current_dispatch, drain
+
         dispatch = current_dispatch(self)
         result = self.execute(input, ctx) if self._with_ctx else self.execute(input)
         return await drain(result, dispatch.event if dispatch is not None else None)

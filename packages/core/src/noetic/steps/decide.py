@@ -21,20 +21,23 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from anyio.lowlevel import checkpoint
+# `anyio.lowlevel` (a checkpoint) is only reached inside a running event loop, whose backend
+# has imported it by then; `import noetic` leaves it unloaded.
+import anyio
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.execution_context import to_decimal
 from noetic.items import MessageItem, Refusal, user_message
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
+from noetic.records import FrozenRecord, set_field
 from noetic.schema import Schema, SchemaError
 from noetic.steps.base import Step
 from noetic.streams import DELTA_BATCH
 from noetic.usage import DecisionMeta, StepMeta
 
 if TYPE_CHECKING:
+    import anyio.lowlevel
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
 
@@ -46,20 +49,36 @@ _KINDS = ("text", "yes_no", "choice", "score")
 _MAX_REPLY_CHARS = 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class Question:
+class Question(FrozenRecord):
     """One declared question: an `id`, the `text` the model reads, and what answers it.
 
     `text`: any string; `yes_no`: a boolean; `choice`: one of `choices`; `score`: a number from
     `low` to `high`.
     """
 
+    __slots__ = ("choices", "high", "id", "kind", "low", "text")
     id: str
     text: str
-    kind: QuestionKind = "text"
-    choices: tuple[str, ...] = ()
-    low: float = 0
-    high: float = 10
+    kind: QuestionKind
+    choices: tuple[str, ...]
+    low: float
+    high: float
+
+    def __init__(
+        self,
+        id: str,
+        text: str,
+        kind: QuestionKind = "text",
+        choices: tuple[str, ...] = (),
+        low: float = 0,
+        high: float = 10,
+    ) -> None:
+        set_field(self, "id", id)
+        set_field(self, "text", text)
+        set_field(self, "kind", kind)
+        set_field(self, "choices", choices)
+        set_field(self, "low", low)
+        set_field(self, "high", high)
 
     def answer_schema(self) -> dict[str, Any]:
         """The JSON Schema of an answer."""
@@ -236,7 +255,7 @@ class Decide(Step):
                         unread += 1
                         if unread == DELTA_BATCH:
                             unread = 0
-                            await checkpoint()
+                            await anyio.lowlevel.checkpoint()
                     elif isinstance(event, ModelResponse):
                         response = event
         if response is None:

@@ -25,8 +25,9 @@ from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+# `anyio.lowlevel` (a checkpoint) is only reached inside a running event loop, whose backend
+# has imported it by then; `import noetic` leaves it unloaded.
 import anyio
-from anyio.lowlevel import checkpoint
 from noetic.accounting import accept_round
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import to_decimal
@@ -46,6 +47,7 @@ from noetic.tools import Tool, cancelled_output, error_output, run_tool_call
 from noetic.usage import RoundUsage, StepMeta, add_optional
 
 if TYPE_CHECKING:
+    import anyio.lowlevel
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
     from opentelemetry.trace import Tracer
@@ -357,7 +359,7 @@ class CallModel(Step[OutT]):
                         unread += 1
                         if unread == DELTA_BATCH:  # ST-2
                             unread = 0
-                            await checkpoint()
+                            await anyio.lowlevel.checkpoint()
                     elif isinstance(event, ModelResponse):
                         response = event
             finally:  # what `contextlib.aclosing` does, without its two extra awaits per round

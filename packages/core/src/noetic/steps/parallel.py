@@ -24,13 +24,13 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.items import ItemLog
 from noetic.layers.runtime import ChildLayers, abort_with_teardown
+from noetic.records import FrozenRecord, set_field
 from noetic.steps.base import Step, current_frame, execute
 from noetic.steps.flow import ensure_steps
 
@@ -43,14 +43,26 @@ __all__ = ["InParallel", "SettleResult", "in_parallel"]
 ParallelMode = Literal["all", "race", "settle"]
 
 
-@dataclass(frozen=True, slots=True)
-class SettleResult:
+class SettleResult(FrozenRecord):
     """How one path ended: `fulfilled` with a `value`, or `rejected` with an `error`."""
 
+    __slots__ = ("error", "status", "step_id", "value")
     step_id: str
     status: Literal["fulfilled", "rejected"]
-    value: Any = None
-    error: BaseException | None = None
+    value: Any
+    error: BaseException | None
+
+    def __init__(
+        self,
+        step_id: str,
+        status: Literal["fulfilled", "rejected"],
+        value: Any = None,
+        error: BaseException | None = None,
+    ) -> None:
+        set_field(self, "step_id", step_id)
+        set_field(self, "status", status)
+        set_field(self, "value", value)
+        set_field(self, "error", error)
 
 
 class _Path:
