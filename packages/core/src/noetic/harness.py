@@ -1140,6 +1140,7 @@ class AgentHarness(Generic[OutT]):
             if any(ticket.execution_id == execution_id for ticket in session.queue):
                 return True
         return False
+
     async def delete_thread_history(self, thread_id: str) -> None:
         """Remove the thread's stored history — the record naming it and every piece of it —
         from the checkpoint store, and start the thread over here: its next turn has an empty
