@@ -13,7 +13,9 @@ against is denial of service:
 - `$eval` (expressions built at run time would dodge the static checks) and regular-expression
   literals (Python's `re` cannot be interrupted, so a catastrophic pattern would hang) are
   disabled;
-- the input's and the result's JSON size are capped (measured without serialising them).
+- the input's and the result's JSON size are capped (measured without serialising them);
+- inside a workflow run, each evaluation's CPU time and allocations also count toward the
+  run's totals (`noetic.workflows.run_budget`).
 
 A breached bound raises `NoeticError("EXPRESSION_LIMIT_EXCEEDED")`; any other evaluation error
 raises `NoeticError("EXPRESSION_FAILED")`. Each evaluation starts from the expression's own
@@ -36,6 +38,7 @@ from noetic.schema import to_jsonable
 from noetic.workflows.budget import NUMBER_BYTES, SLOT_BYTES, EvaluationBudget, LimitHit, json_size
 from noetic.workflows.jsonata_builtins import BudgetSlot, bounded_functions
 from noetic.workflows.limits import ExpressionLimits
+from noetic.workflows.run_budget import charge_evaluation
 
 __all__ = ["Expression", "compile_expression", "json_value"]
 
@@ -170,7 +173,7 @@ class Expression:
         self._check_size(data, "input")
         engine = self._engine
         engine.environment = self._env
-        engine.slot.current = EvaluationBudget(limits)
+        budget = engine.slot.current = EvaluationBudget(limits)
         Jsonata.CURRENT.jsonata = engine
         try:
             raw = engine.evaluate(data, Jsonata.Frame(None))
@@ -196,6 +199,9 @@ class Expression:
         finally:
             engine.environment = self._env
             engine.slot.current = None
+            # a failed evaluation spent its time and memory too; over the run's total, the
+            # run-wide LIMIT_EXCEEDED is the error the run reports
+            charge_evaluation(self.source, budget.cpu_used(), budget.memory)
         return result
 
     def _check_size(self, data: Any, what: str) -> None:

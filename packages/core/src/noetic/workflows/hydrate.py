@@ -372,6 +372,7 @@ class Hydrator:
                 until=predicate,
                 max_iterations=max_iterations,
                 prepare_next=counted_iterations(step_id),
+                keep_history=2 if _reads_previous(node.until) else 1,
                 **options,
             )
         if isinstance(node, d.SequenceNode):
@@ -652,6 +653,16 @@ def _output_equals(sentinel: str) -> Until:
         return Verdict(done, f"Output matched sentinel: {sentinel}" if done else None)
 
     return check
+
+
+def _reads_previous(spec: d.Until) -> bool:
+    """Whether a predicate reads the previous iteration's output (only `converged` does), so
+    the loop keeps two outputs, not one, whatever the size of each."""
+    if isinstance(spec, d.Converged):
+        return True
+    if isinstance(spec, d.AnyOf | d.AllOf):
+        return any(_reads_previous(p) for p in spec.predicates)
+    return False
 
 
 def _converged(snap: LoopSnapshot) -> Verdict:

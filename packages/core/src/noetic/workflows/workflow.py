@@ -67,8 +67,11 @@ class WorkflowStep(Step):
 
         if self.deferred:
             self._check_registered(ctx._exec.harness.plugin_manager.registries)
-        with run_budget(self.limits):
-            return await execute(self.root, input, ctx)
+        with run_budget(self.limits) as budget:
+            output = await execute(self.root, input, ctx)
+            if budget.breach is not None:
+                raise budget.breach  # a node that settles or retries swallowed it
+            return output
 
     def _check_registered(self, registries: Registries) -> None:
         """Raise `UNKNOWN_CUSTOM_ITEM` / `UNKNOWN_LAYER_REFERENCE` for deferred names the

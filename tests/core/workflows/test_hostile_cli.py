@@ -1,0 +1,71 @@
+"""Hostile documents through the command line: each ends in a clear error, in bounded time
+and memory, under the default limits.
+
+The bounds checked here are generous on purpose: they catch a document going from bounded to
+unbounded (a run that never ends, memory that grows with the iterations), not a slowdown.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "wait4"), reason="needs os.wait4 (POSIX)")
+
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+#: A run that is still going after this long is taken as one that would never end.
+HANG_SECONDS = 300
+#: Far above what a bounded run peaks at (about 80 MB), far below an unbounded one.
+RSS_CEILING_MB = 400
+
+
+@dataclass
+class Finished:
+    returncode: int
+    stdout: str
+    stderr: str
+    peak_rss_mb: float
+
+
+def noetic(*args: str, tmp_path: Path) -> Finished:
+    """Run `noetic ARGS` in a subprocess; its own peak resident memory comes from `wait4`
+    (`RUSAGE_CHILDREN` would mix in every earlier child of the test process)."""
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "noetic.cli", *args], stdout=stdout, stderr=stderr)
+    deadline = time.monotonic() + HANG_SECONDS
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            process.kill()
+            os.wait4(process.pid, 0)
+            raise AssertionError(f"noetic {' '.join(args)} was still running after {HANG_SECONDS} s")
+        time.sleep(0.05)
+    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    return Finished(
+        process.returncode,
+        out.read_text(errors="replace"),
+        err.read_text(errors="replace"),
+        usage.ru_maxrss
+        / (1024 * 1024 if sys.platform == "darwin" else 1024),  # bytes on macOS, KiB elsewhere
+    )
+
+
+def test_parallel_loops_that_never_stop_end_in_a_run_budget_error_in_bounded_memory(tmp_path: Path) -> None:
+    # 8 paths, each a loop with no ceiling and no stop, each iteration a 1 MB string: before
+    # the run-wide budget it ran 100,000 iterations; before loops kept only what their
+    # predicate reads, it peaked at 840 MB
+    done = noetic("run", str(HOSTILE / "parallel_loops.json"), tmp_path=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "[LIMIT_EXCEEDED]" in done.stderr
+    assert "WorkflowLimits.max_run_memory_bytes" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.peak_rss_mb < RSS_CEILING_MB
