@@ -69,3 +69,28 @@ def test_parallel_loops_that_never_stop_end_in_a_run_budget_error_in_bounded_mem
     assert "WorkflowLimits.max_run_memory_bytes" in done.stderr
     assert "Traceback" not in done.stderr
     assert done.peak_rss_mb < RSS_CEILING_MB
+
+
+def test_a_key_written_twice_is_a_problem_at_its_path(tmp_path: Path) -> None:
+    # {"expr": "1", "expr": "2"}: a reviewer reads one expression, JSON would run the other
+    for command in ("validate", "run"):
+        done = noetic(command, str(HOSTILE / "repeated_key.json"), tmp_path=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "$.root.expr: [WORKFLOW_VALIDATION_FAILED] this key is given more than once" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_two_sibling_steps_with_one_id_are_a_problem_at_the_second(tmp_path: Path) -> None:
+    done = noetic("validate", str(HOSTILE / "repeated_id.json"), tmp_path=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert (
+        "$.root.steps[1].id: [WORKFLOW_VALIDATION_FAILED] step id 'a' is already the id of $.root.steps[0]"
+        in (done.stderr)
+    )
+
+
+def test_an_integer_too_long_to_convert_is_a_problem_at_its_path(tmp_path: Path) -> None:
+    done = noetic("validate", str(HOSTILE / "long_integer.json"), tmp_path=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "$.root['x-note']: [WORKFLOW_VALIDATION_FAILED] an integer of 5000 digits" in done.stderr
+    assert "UNEXPECTED_ERROR" not in done.stderr

@@ -170,6 +170,7 @@ class Hydrator:
         root_path = child_path(path, "root")
         if not inline:
             problems, count = check_node_limits(doc.root, root_path, self.limits)
+            problems += d.repeated_sibling_ids(doc.root, root_path)
             self.nodes += count
             if not problems and self.nodes > self.limits.max_nodes:
                 problems = [
