@@ -94,3 +94,11 @@ def test_an_integer_too_long_to_convert_is_a_problem_at_its_path(tmp_path: Path)
     assert done.returncode == 2, done.stderr
     assert "$.root['x-note']: [WORKFLOW_VALIDATION_FAILED] an integer of 5000 digits" in done.stderr
     assert "UNEXPECTED_ERROR" not in done.stderr
+
+
+def test_a_failing_expression_reports_the_jsonata_error_not_a_python_one(tmp_path: Path) -> None:
+    done = noetic("run", str(HOSTILE / "divide_by_zero.json"), tmp_path=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "[EXPRESSION_FAILED]" in done.stderr
+    assert "Number out of range: division by zero (D1001)" in done.stderr
+    assert "ZeroDivisionError" not in done.stderr
