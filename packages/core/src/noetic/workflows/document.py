@@ -360,9 +360,9 @@ class InParallelNode(_NodeBase):
             raise ValueError("an inParallel node needs exactly one of 'paths' (static) or 'each' (dynamic)")
         if self.over is not None and self.each is None:
             raise ValueError(
-                "'over' selects the array an 'each' path fans out over; it needs 'each'. The TypeScript "
-                "runtime ignores 'over' next to 'paths'; to keep the document portable, remove 'over' "
-                "or replace 'paths' with 'each'"
+                "'over' selects the array an 'each' path fans out over, so it needs 'each': remove 'over' "
+                "or replace 'paths' with 'each' (other Noetic runtimes ignore 'over' next to 'paths'; "
+                "either fix keeps the document portable)"
             )
         return self
 

@@ -590,9 +590,9 @@ class Hydrator:
                 path,
                 "UNKNOWN_WORKFLOW_REFERENCE",
                 f"no workflow named {ref!r} was passed in workflows= (available: {known}). Named "
-                "workflows are resolved when the workflow is built, not when the subflow first runs "
-                "as in the TypeScript runtime; to keep the document portable, give the host every "
-                "named document up front",
+                "workflows are resolved when the workflow is built, so pass every named document up "
+                "front (other Noetic runtimes resolve one when its subflow first runs; a document "
+                "every host is given up front is portable to them all)",
             )
         else:
             doc, problems = parse_document(source, self.limits)

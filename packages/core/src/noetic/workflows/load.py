@@ -183,10 +183,10 @@ def _problem(error: ErrorDetails, data: Any) -> Problem:
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         message = (
-            "unknown key (check its spelling; document keys are camelCase). The TypeScript runtime "
-            "ignores unknown keys and this one rejects them, so a typo is never silently dropped: "
-            "to keep the document portable, remove the key or rename an annotation to 'x-…' "
-            "(or 'description', 'title', '$comment')"
+            "unknown key (check its spelling; document keys are camelCase). Unknown keys are rejected "
+            "so that a typo is never silently dropped: remove the key, or rename an annotation to "
+            "'x-…' (or 'description', 'title', '$comment'), which every Noetic runtime ignores, so "
+            "the document stays portable"
         )
     return Problem(path, "WORKFLOW_VALIDATION_FAILED", message)
 
