@@ -150,3 +150,26 @@ async def test_a_converging_document_loop_still_sees_the_previous_output() -> No
         },
     }
     assert await run(doc, WorkflowLimits(), 0) == 3
+
+
+async def test_the_items_a_run_emits_count_toward_its_memory_budget() -> None:
+    doc = {
+        "version": 1,
+        "customItems": {"tick": {"type": "t:tick", "output": {"type": "object"}}},
+        "root": {
+            "kind": "loop",
+            "id": "l",
+            "maxIterations": "infinity",
+            "until": {"kind": "never"},
+            "body": {
+                "kind": "compute",
+                "id": "c",
+                "expr": "$",
+                "emitItems": {"item": "tick", "onDone": "{ 'n': 1 }"},
+            },
+        },
+    }
+    # nothing but the items is allocated: 50 of them pass the budget, never the 100,000 iterations
+    with pytest.raises(nt.NoeticError, match="max_run_memory_bytes") as info:
+        await run(doc, WorkflowLimits(max_run_memory_bytes=50_000), 0)
+    assert info.value.code == "LIMIT_EXCEEDED"

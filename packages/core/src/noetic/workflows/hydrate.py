@@ -52,7 +52,7 @@ from noetic.workflows.expressions import Expression, compile_expression
 from noetic.workflows.limits import WorkflowLimits, check_node_limits
 from noetic.workflows.load import DocumentSource, parse_document
 from noetic.workflows.problems import ROOT, Problem, child_path, index_path
-from noetic.workflows.run_budget import counted_iterations
+from noetic.workflows.run_budget import charge_kept_item, counted_iterations
 from noetic.workflows.steps import DocumentCallModel, FanOut, Subflow
 
 if TYPE_CHECKING:
@@ -132,9 +132,21 @@ def _start_hook(expression: Expression) -> Callable[[Any], Iterator[Any]]:
     def on_start(value: Any) -> Iterator[Any]:
         event = expression.evaluate(value)
         if event is not None:
+            charge_kept_item(expression.source, event)
             yield event
 
     return on_start
+
+
+def _done_hook(expression: Expression) -> Callable[[Any], Any]:
+    """`onDone`: the final item's fields, the expression read against the output."""
+
+    def on_done(value: Any) -> Any:
+        fields = expression.evaluate(value)
+        charge_kept_item(expression.source, fields)
+        return fields
+
+    return on_done
 
 
 class Hydrator:
@@ -252,7 +264,7 @@ class Hydrator:
         if spec.on_done is not None:
             done = self._expression(spec.on_done, child_path(emit_path, "onDone"))
             if done is not None:
-                hooks["on_done"] = done.evaluate
+                hooks["on_done"] = _done_hook(done)
         return scope, hooks
 
     def _unresolved_item(self, name: str, path: str, scope: Scope) -> None:

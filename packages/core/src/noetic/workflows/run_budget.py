@@ -12,7 +12,9 @@ have used, and going over `WorkflowLimits.max_paths`, `max_iterations`, `max_run
 
 Everything a run holds at once was made by its expressions (besides its input and what
 models and tools return), so the total they allocated is also a bound on what it can keep
-alive, however many fan-out paths or loops keep their values. A breach is sticky: once over,
+alive, however many fan-out paths or loops keep their values. The items a node emits stay in
+the thread after the run, so each one is charged too: its JSON size and `ITEM_BYTES` for the
+item that carries it. A breach is sticky: once over,
 every later charge raises again, so a fan-out that settles cannot run
 on past it, and `WorkflowStep` raises it at the end even when a node swallowed it.
 
@@ -30,12 +32,14 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from noetic.errors import NoeticError
+from noetic.workflows.budget import json_size
 from noetic.workflows.limits import WorkflowLimits
 
 __all__ = [
     "RunBudget",
     "count_iteration",
     "charge_evaluation",
+    "charge_kept_item",
     "count_paths",
     "counted_iterations",
     "reraise_breach",
@@ -62,6 +66,9 @@ class RunBudget:
             self.breach = error
         raise self.breach
 
+
+#: Estimated bytes of the item (ids, type, timestamps) that carries an emitted item's fields.
+ITEM_BYTES = 1_000
 
 _current: ContextVar[RunBudget | None] = ContextVar("noetic_workflow_run_budget", default=None)
 
@@ -151,6 +158,15 @@ def charge_evaluation(expression: str, cpu_seconds: float, memory: int) -> None:
                 actual=budget.memory,
             )
         )
+
+
+def charge_kept_item(expression: str, fields: Any) -> None:
+    """Count an item an `emitItems` expression made, which the thread keeps, against the
+    run's memory budget."""
+    budget = _current.get()
+    if budget is None:
+        return
+    charge_evaluation(expression, 0.0, ITEM_BYTES + json_size(fields, budget.limits.max_run_memory_bytes))
 
 
 def reraise_breach() -> None:
