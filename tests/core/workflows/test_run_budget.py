@@ -173,3 +173,20 @@ async def test_the_items_a_run_emits_count_toward_its_memory_budget() -> None:
     with pytest.raises(nt.NoeticError, match="max_run_memory_bytes") as info:
         await run(doc, WorkflowLimits(max_run_memory_bytes=50_000), 0)
     assert info.value.code == "LIMIT_EXCEEDED"
+
+
+async def test_results_built_without_any_builtin_count_toward_the_memory_budget() -> None:
+    # `$` allocates through no builtin, but every result is copied out of the evaluator
+    doc = {
+        "version": 1,
+        "root": {
+            "kind": "loop",
+            "id": "l",
+            "body": {"kind": "compute", "id": "same", "expr": "$"},
+            "until": {"kind": "maxSteps", "n": 50},
+        },
+    }
+    state = list(range(1000, 2000))  # about 5,000 bytes of JSON
+    assert await run(doc, WorkflowLimits(max_run_memory_bytes=1_000_000), state) == state
+    with pytest.raises(nt.NoeticError, match="max_run_memory_bytes"):
+        await run(doc, WorkflowLimits(max_run_memory_bytes=100_000), state)

@@ -175,12 +175,13 @@ class Expression:
         engine = self._engine
         engine.environment = self._env
         budget = engine.slot.current = EvaluationBudget(limits)
+        copied = 0  # the JSON size of the result, which `_plain` copies
         Jsonata.CURRENT.jsonata = engine
         try:
             raw = engine.evaluate(data, Jsonata.Frame(None))
             # Measured before it is copied: a result repeating one large value many times is
             # cheap to hold but not to copy.
-            self._check_size(raw, "result")
+            copied = self._check_size(raw, "result")
             result = _plain(raw)
         except NoeticError:
             raise
@@ -202,16 +203,18 @@ class Expression:
             engine.slot.current = None
             # a failed evaluation spent its time and memory too; over the run's total, the
             # run-wide LIMIT_EXCEEDED is the error the run reports
-            charge_evaluation(self.source, budget.cpu_used(), budget.memory)
+            charge_evaluation(self.source, budget.cpu_used(), budget.memory + copied)
         return result
 
-    def _check_size(self, data: Any, what: str) -> None:
+    def _check_size(self, data: Any, what: str) -> int:
+        """The JSON size of `data`; over `max_value_bytes` raises `EXPRESSION_LIMIT_EXCEEDED`."""
         size = json_size(data, self.limits.max_value_bytes)
         if size > self.limits.max_value_bytes:
             raise self._error(
                 "EXPRESSION_LIMIT_EXCEEDED",
                 f"the {what} is over {self.limits.max_value_bytes} bytes of JSON",
             )
+        return size
 
     def _error(self, code: str, message: str) -> NoeticError:
         # Both parts are cut: an error can quote any value the expression built (`$error` of a

@@ -127,7 +127,8 @@ def count_iteration(step_id: str) -> None:
 
 
 def charge_evaluation(expression: str, cpu_seconds: float, memory: int) -> None:
-    """Count one expression evaluation's CPU time and estimated allocations against the run;
+    """Count one expression evaluation's CPU time and estimated allocations (its builtins',
+    and the copy of its result) against the run;
     over `max_run_cpu_ms` or `max_run_memory_bytes` is `LIMIT_EXCEEDED`."""
     budget = _current.get()
     if budget is None:
