@@ -191,12 +191,22 @@ async def test_a_history_that_cannot_be_written_stays_in_memory() -> None:
         {"session_idle_timeout": -1},
         {"session_idle_timeout": float("nan")},
         {"session_idle_timeout": "soon"},
+        {"session_idle_timeout": float("inf")},
     ],
 )
 def test_bad_options_are_config_errors(options: dict[str, Any]) -> None:
     with pytest.raises(nt.NoeticConfigError) as err:
         _harness(ScriptedModel.echo(), **options)
     assert err.value.code == "SESSION_POLICY_INVALID"
+    ((option, value),) = options.items()
+    assert f"{option}={value!r} is not valid" in err.value.message
+    assert err.value.details["option"] == option
+    # the hint is about the option that was wrong, and says what it accepts
+    assert option in err.value.hint
+    other = ({"max_idle_sessions", "session_idle_timeout"} - {option}).pop()
+    assert other not in err.value.hint
+    accepted = {"max_idle_sessions": "None for no bound", "session_idle_timeout": "number of seconds"}
+    assert accepted[option] in err.value.hint
 
 
 SCRIPT = textwrap.dedent(

@@ -211,6 +211,8 @@ class AgentHarness(Generic[OutT]):
     the checkpoint store of `storage=` (so it survives a restart), else memory (LY-16).
     With `storage=`, `durability` says when a completed step is committed: `"step"` (before
     the next step starts) or `"turn"` (when the turn ends); see `noetic.durable.recorder`.
+    Without `storage=` nothing is checkpointed, so `durability="turn"` raises
+    `DURABILITY_INVALID` and `step_ledger_retention=` raises `STEP_LEDGER_RETENTION_INVALID`.
     `context_cache` configures prompt-cache anchoring (a `ContextCacheConfig` or a dict such as
     `{"enabled": False}`); `projection` is the token budget of model steps that set none.
     `inspect` (default: the `NOETIC_INSPECT` environment variable) is the URL of a running
@@ -285,7 +287,7 @@ class AgentHarness(Generic[OutT]):
         self.storage = storage
         self.step_ledger_retention = step_ledger_retention
         self._retention = _ledger_retention(storage, step_ledger_retention)
-        self.durability = _durability(durability)
+        self.durability = _durability(durability, storage)
         self._store: CheckpointStore | None = None
         self._owns_store = False
         self._model_spec = model
@@ -302,6 +304,14 @@ class AgentHarness(Generic[OutT]):
             self._checkpoint_store,
             self._item_declarations,
             self._start_background,
+            self._thread_dropped,
+        )
+        #: The harness's own in-memory layer store (no `storage=`, no `layer_store=`), whose
+        #: thread state leaves memory with the thread's session; None otherwise.
+        self._own_layer_store = (
+            self.layer_store
+            if layer_store is None and isinstance(self.layer_store, MemoryLayerStateStore)
+            else None
         )
         self._adapters: dict[str, ModelAdapter] = {}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -587,6 +597,13 @@ class AgentHarness(Generic[OutT]):
         session = _Session(thread_id, self.name)
         session.stream.tap = self.inspect_sink
         return session
+
+    def _thread_dropped(self, thread_id: str) -> None:
+        """An evicted session left memory: so do the layer outputs cached for its thread and,
+        without `storage=`, its layer state (the thread starts over, as its history does, SE-3)."""
+        self.layer_memory.recalls.drop_scope(thread_id)
+        if self._own_layer_store is not None:
+            self._own_layer_store.drop_thread(thread_id)
 
     def _enqueue(
         self,
@@ -1087,16 +1104,38 @@ def _ledger_retention(storage: Any, retention: Any) -> StepLedgerRetention | Non
             f"storage must be a URL or a CheckpointStore, got {type(storage).__name__}",
             hint="Pass storage='sqlite:///run.db', storage='memory://', or a CheckpointStore instance.",
         )
-    return StepLedgerRetention.of(retention)
+    checked = StepLedgerRetention.of(retention)
+    if storage is None:
+        raise NoeticConfigError(
+            "STEP_LEDGER_RETENTION_INVALID",
+            "step_ledger_retention= has no effect without storage=: nothing is checkpointed",
+            hint=_NEEDS_STORAGE_HINT.format(option="step_ledger_retention"),
+        )
+    return checked
 
 
-def _durability(durability: Any) -> Durability:
-    """Validate `durability=` at construction (without importing durability when unused)."""
+def _durability(durability: Any, storage: Any) -> Durability:
+    """Validate `durability=` at construction (without importing durability when unused):
+    a known mode, and one other than the default only with a store to commit to."""
     if durability == "step":
         return "step"
     from noetic.durable.recorder import durability_of
 
-    return durability_of(durability)
+    mode = durability_of(durability)
+    if storage is None:
+        raise NoeticConfigError(
+            "DURABILITY_INVALID",
+            f"durability={mode!r} has no effect without storage=: nothing is checkpointed",
+            hint=_NEEDS_STORAGE_HINT.format(option="durability"),
+        )
+    return mode
+
+
+#: The hint for a durability option given to a harness without a checkpoint store.
+_NEEDS_STORAGE_HINT = (
+    "Pass storage='sqlite:///runs.db' (or 'memory://', or a CheckpointStore) with {option}=, "
+    "or leave {option}= out."
+)
 
 
 def _is_items(value: Any) -> bool:

@@ -27,6 +27,10 @@ so no history is lost; a process killed between two writes loses the turns since
 one from the thread's history (their executions stay in the store). Without `storage=` an evicted thread's history is gone: its next turn starts
 from an empty history (SE-3) — which is why `"auto"` never evicts without storage.
 
+Without `storage=` the thread's layer state in the harness's own memory store goes with the
+session (`MemoryLayerStateStore.drop_thread`); with it, that state lives in the checkpoint
+store and comes back. Either way the recall outputs cached for the thread are dropped.
+
 What eviction always drops: the last response (`get_agent_response` on an evicted thread
 raises `NO_STEP_CONFIGURED` as for a thread that never ran) and the stream: an item or full
 stream iterator made before the eviction and first read after it ends at once (SE-4).
@@ -106,9 +110,7 @@ class EvictionPolicy:
         ):
             max_idle = max_idle_sessions
         else:
-            raise _invalid(
-                f"max_idle_sessions must be a whole number >= 0, None or 'auto', got {max_idle_sessions!r}"
-            )
+            raise _invalid("max_idle_sessions", max_idle_sessions)
         timeout = session_idle_timeout
         if timeout is not None and (
             isinstance(timeout, bool)
@@ -116,15 +118,32 @@ class EvictionPolicy:
             or not math.isfinite(timeout)
             or timeout < 0
         ):
-            raise _invalid(f"session_idle_timeout must be a number of seconds >= 0 or None, got {timeout!r}")
+            raise _invalid("session_idle_timeout", timeout)
         return cls(max_idle, None if timeout is None else float(timeout))
 
 
-def _invalid(message: str) -> NoeticConfigError:
+#: What each session option accepts, and how to write it, for `SESSION_POLICY_INVALID`.
+_ACCEPTED = {
+    "max_idle_sessions": (
+        "'auto', None or a whole number >= 0",
+        "Write max_idle_sessions='auto' (the default: 10,000 idle sessions with storage=, no bound "
+        "without), None for no bound, or a count such as 1000 (0 evicts each session when its turn ends).",
+    ),
+    "session_idle_timeout": (
+        "None or a finite number of seconds >= 0",
+        "Write session_idle_timeout=None (the default: no age bound) or a number of seconds such as 600.0.",
+    ),
+}
+
+
+def _invalid(option: str, value: object) -> NoeticConfigError:
+    """The error for `option=value`, naming both and what the option accepts."""
+    accepts, hint = _ACCEPTED[option]
     return NoeticConfigError(
         "SESSION_POLICY_INVALID",
-        message,
-        hint="Pass max_idle_sessions=1000 (or None for no bound) and session_idle_timeout=600.0 (or None).",
+        f"{option}={value!r} is not valid: {option} must be {accepts}",
+        hint=hint,
+        option=option,
     )
 
 
@@ -138,11 +157,14 @@ class SessionTable:
 
     `make(thread_id)` builds a session; `durable` says whether the harness has `storage=`,
     whose checkpoint store `store()` resolves; `declarations()` rebuilds custom items read back; `start_background(job)` runs
-    the writes of evicted histories so that leaving the harness waits for them.
+    the writes of evicted histories so that leaving the harness waits for them. `dropped(thread_id)`,
+    when given, is called as each evicted session leaves memory (the harness drops what else it
+    keeps for the thread).
     """
 
     __slots__ = (
         "_declarations",
+        "_dropped",
         "_durable",
         "_flushing",
         "_idle",
@@ -164,8 +186,10 @@ class SessionTable:
         store: Callable[[], CheckpointStore | None],
         declarations: Callable[[], Declarations],
         start_background: Callable[[Callable[[], Awaitable[None]]], None],
+        dropped: Callable[[str], object] | None = None,
     ):
         self.policy = policy
+        self._dropped = dropped
         self._make = make
         self._durable = durable
         self._store = store
@@ -245,6 +269,8 @@ class SessionTable:
         self._idle.pop(session.thread_id, None)
         session.stream.close()  # a subscription made on it later ends instead of hanging (SE-4)
         self.evicted += 1
+        if self._dropped is not None:
+            self._dropped(session.thread_id)
 
     async def _flush(self) -> None:
         """Write the histories of the sessions leaving, a batch at a time, then drop them."""

@@ -34,6 +34,7 @@ import logging
 import math
 import time
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -497,15 +498,33 @@ class StepLedger:
             return None
 
     def _dropped(self, counter: str, path: str, why: str) -> None:
-        count = getattr(self.stats, counter) + 1
-        setattr(self.stats, counter, count)
-        if count == 1:
+        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        if _first_warning(self.execution_id, counter):
             log.warning(
                 "step ledger: not recording %s: %s. It will run again on resume; "
-                "further drops of this kind are not logged",
+                "further drops of this kind in execution %s are not logged",
                 path,
                 why,
+                self.execution_id,
             )
+
+
+#: The (execution id, kind of drop) pairs this process has warned about. Each attempt has a
+#: ledger of its own, so without this a resume repeats its first attempt's warning for the step
+#: that again is not recorded. Bounded: past the cap the oldest pairs are forgotten.
+_WARNED: OrderedDict[tuple[str, str], None] = OrderedDict()
+_WARNED_CAP = 1024
+
+
+def _first_warning(execution_id: str, counter: str) -> bool:
+    """Whether this is the first drop of kind `counter` this process sees in `execution_id`."""
+    key = (execution_id, counter)
+    if key in _WARNED:
+        return False
+    _WARNED[key] = None
+    if len(_WARNED) > _WARNED_CAP:
+        _WARNED.popitem(last=False)
+    return True
 
 
 #: Output types whose JSON text always reads back as the same value.

@@ -27,12 +27,14 @@ versioned through `PRAGMA user_version`. Claims lock a byte of the sidecar file
 
 from __future__ import annotations
 
+import math
+import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 
@@ -54,6 +56,8 @@ _SCHEMA = (
 )
 #: The `synchronous` settings offered: flush every commit, or leave flushing to checkpoints.
 SYNCHRONOUS = ("full", "normal")
+#: The longest busy timeout, in seconds: SQLite takes it in milliseconds, as a 32-bit int.
+MAX_BUSY_TIMEOUT = (2**31 - 1) // 1000
 #: Primary result codes SQLite uses for a damaged file.
 _CORRUPTION = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
 #: SQLite's primary result code for a lock another connection holds.
@@ -80,6 +84,14 @@ class SqliteCheckpointStore:
                 "UNKNOWN_CHECKPOINT_STORE",
                 f"synchronous must be 'full' or 'normal', got {synchronous!r}",
                 hint="'full' (the default) survives a power loss; 'normal' survives a killed process only.",
+            )
+        number = isinstance(busy_timeout, int | float) and not isinstance(busy_timeout, bool)
+        if not (number and 0 < busy_timeout <= MAX_BUSY_TIMEOUT):
+            raise NoeticConfigError(
+                "UNKNOWN_CHECKPOINT_STORE",
+                f"busy_timeout must be a number of seconds > 0 and at most {MAX_BUSY_TIMEOUT}, "
+                f"got {busy_timeout!r}",
+                hint="Pass a finite number, e.g. busy_timeout=10 (the default); not negative, nan or inf.",
             )
         if not path:
             raise NoeticConfigError(
@@ -314,7 +326,11 @@ def _transact(conn: sqlite3.Connection, rows: list[tuple[str, str, int]], gone: 
 def sqlite_store_from_url(url: str) -> SqliteCheckpointStore:
     """The `sqlite://` factory: `sqlite:///relative.db`, `sqlite:////abs/path.db`,
     `sqlite:///:memory:`; `?busy_timeout=seconds` sets the busy timeout and
-    `?synchronous=normal` trades the flush of every commit for speed (see the module docstring)."""
+    `?synchronous=normal` trades the flush of every commit for speed (see the module docstring).
+
+    Each option is given at most once, with a value; anything else is `UNKNOWN_CHECKPOINT_STORE`
+    naming the option and what it accepts.
+    """
     parts = urlsplit(url)
     path = parts.path[1:] if parts.path.startswith("/") else parts.path
     if parts.netloc or not path:
@@ -324,25 +340,63 @@ def sqlite_store_from_url(url: str) -> SqliteCheckpointStore:
             hint="Write sqlite:///run.db for a path relative to the working directory, or "
             "sqlite:////var/lib/agent/run.db for an absolute one.",
         )
-    options = parse_qs(parts.query)
-    unknown = set(options) - {"busy_timeout", "synchronous"}
-    if unknown:
+    options = _url_options(url, parts.query)
+    timeout = _busy_timeout(url, options["busy_timeout"]) if "busy_timeout" in options else 10.0
+    synchronous = options.get("synchronous", "full").lower()
+    if synchronous not in SYNCHRONOUS:
         raise NoeticConfigError(
             "UNKNOWN_CHECKPOINT_STORE",
-            f"storage URL {url!r} has unknown options {sorted(unknown)}",
-            hint="The options are ?busy_timeout=<seconds> and ?synchronous=full|normal.",
+            f"storage URL {url!r}: synchronous={options['synchronous']!r} is not 'full' or 'normal'",
+            hint=_OPTION_HINTS["synchronous"],
         )
-    timeout = 10.0
-    if "busy_timeout" in options:
-        try:
-            timeout = float(options["busy_timeout"][-1])
-        except ValueError:
-            timeout = -1.0
-        if not timeout > 0:
+    return SqliteCheckpointStore(path, busy_timeout=timeout, synchronous=synchronous)
+
+
+#: What each URL option accepts, said in the error for a wrong value.
+_OPTION_HINTS = {
+    "busy_timeout": "busy_timeout is how many seconds to wait for another writer: a decimal number "
+    f"> 0 and at most {MAX_BUSY_TIMEOUT} (not negative, nan or inf), e.g. sqlite:///run.db?busy_timeout=10.",
+    "synchronous": "synchronous is full (the default: each commit is flushed to disk) or normal "
+    "(no flush: a commit survives a killed process, not a power loss), e.g. sqlite:///run.db?synchronous=normal.",
+}
+#: A plain decimal number of seconds: no sign, exponent, underscore or `nan`/`inf`.
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+
+
+def _url_options(url: str, query: str) -> dict[str, str]:
+    """The URL's options by name, each given once with a value (or the error naming it)."""
+    options: dict[str, str] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name not in _OPTION_HINTS:
             raise NoeticConfigError(
                 "UNKNOWN_CHECKPOINT_STORE",
-                f"storage URL {url!r}: busy_timeout must be a positive number of seconds",
-                hint="Write for example sqlite:///run.db?busy_timeout=10.",
+                f"storage URL {url!r} has an unknown option {name!r}",
+                hint="The options are ?busy_timeout=<seconds> and ?synchronous=full|normal.",
             )
-    synchronous = options.get("synchronous", ["full"])[-1].lower()
-    return SqliteCheckpointStore(path, busy_timeout=timeout, synchronous=synchronous)
+        if not value:
+            raise NoeticConfigError(
+                "UNKNOWN_CHECKPOINT_STORE",
+                f"storage URL {url!r}: the option {name!r} has no value",
+                hint=_OPTION_HINTS[name],
+            )
+        if name in options and options[name].lower() != value.lower():
+            raise NoeticConfigError(
+                "UNKNOWN_CHECKPOINT_STORE",
+                f"storage URL {url!r} gives {name!r} twice, as {options[name]!r} and {value!r}",
+                hint=f"Give each option once. {_OPTION_HINTS[name]}",
+            )
+        options[name] = value
+    return options
+
+
+def _busy_timeout(url: str, text: str) -> float:
+    """`?busy_timeout=` as seconds: a plain decimal number > 0 that SQLite can take."""
+    seconds = float(text) if _DECIMAL.fullmatch(text) else math.nan
+    if not 0 < seconds <= MAX_BUSY_TIMEOUT:
+        raise NoeticConfigError(
+            "UNKNOWN_CHECKPOINT_STORE",
+            f"storage URL {url!r}: busy_timeout={text!r} is not a number of seconds > 0 "
+            f"and at most {MAX_BUSY_TIMEOUT}",
+            hint=_OPTION_HINTS["busy_timeout"],
+        )
+    return seconds

@@ -65,21 +65,34 @@ __all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
 
 @dataclass(slots=True, eq=False)  # a state holder: compared by identity
 class RecallCache:
-    """Recall output of `recall_mode="eventual"` layers, kept until their `store` changes state."""
+    """Recall output of `recall_mode="eventual"` layers, kept until their `store` changes state,
+    by (scope key, layer id); `drop_scope` forgets a scope's outputs (an evicted thread's)."""
 
-    outputs: dict[str, LayerOutput] = field(default_factory=dict)
+    outputs: dict[tuple[str, str], LayerOutput] = field(default_factory=dict)
+    #: The layer ids with a cached output, by scope key.
+    _layers: dict[str, set[str]] = field(default_factory=dict, init=False, repr=False)
 
-    def get(self, key: str) -> LayerOutput | None:
+    def get(self, key: tuple[str, str]) -> LayerOutput | None:
         """The cached output for `key`, if still valid."""
         return self.outputs.get(key)
 
-    def put(self, key: str, output: LayerOutput) -> None:
+    def put(self, key: tuple[str, str], output: LayerOutput) -> None:
         """Cache `output` (served later as a plain render: it commits nothing)."""
         self.outputs[key] = replace(output, mutated_state=False)
+        self._layers.setdefault(key[0], set()).add(key[1])
 
-    def invalidate(self, key: str) -> None:
+    def invalidate(self, key: tuple[str, str]) -> None:
         """Drop `key` so the next recall runs."""
-        self.outputs.pop(key, None)
+        if self.outputs.pop(key, None) is not None:
+            layers = self._layers[key[0]]
+            layers.discard(key[1])
+            if not layers:
+                del self._layers[key[0]]
+
+    def drop_scope(self, scope_key: str) -> None:
+        """Forget every output cached under `scope_key` (their next recalls run)."""
+        for layer_id in self._layers.pop(scope_key, ()):
+            del self.outputs[(scope_key, layer_id)]
 
 
 @dataclass(slots=True, eq=False)  # a state holder: compared by identity

@@ -96,9 +96,10 @@ class LayerEntry:
         return self._lock
 
     @property
-    def cache_key(self) -> str:
-        """The key of this layer's entry in the harness's recall cache (eventual layers)."""
-        return f"{self.storage.scope_key}:{self.id}"
+    def cache_key(self) -> tuple[str, str]:
+        """The key of this layer's entry in the harness's recall cache (eventual layers):
+        its scope key and its id."""
+        return (self.storage.scope_key, self.id)
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The layer's hook `name`, or None when it does not define it."""

@@ -50,7 +50,7 @@ from noetic.layers.frame import (
     run_hook,
 )
 from noetic.layers.layer_set import LayerSet
-from noetic.layers.storage import ScopedStorage, scope_key
+from noetic.layers.storage import ScopedStorage, owning_thread, scope_key
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
@@ -246,7 +246,7 @@ class LayerRuntime:
             entries.append(
                 LayerEntry(
                     layer,
-                    ScopedStorage(store, layer.id, key),
+                    ScopedStorage(store, layer.id, key, owning_thread(scope, ctx)),
                     started=hooks["init"] is None,
                     durable=scope != "execution",
                     hooks=hooks,

@@ -9,6 +9,12 @@ so a thread-scoped layer can never read another thread's data.
 Values are JSON-shaped data (dicts, lists, strings, numbers, booleans, None); the in-memory
 store copies them on the way in and out, so a caller mutating what it read never changes what
 is stored.
+
+The in-memory store also remembers which keys hold one thread's state (a `thread`-scoped
+layer, or a `resource`-scoped one on a thread with no resource id), so that state can leave
+memory with the thread: `drop_thread`. A harness without `storage=` calls it when it evicts
+the thread's session, whose history is gone too (`noetic.sessions`), so memory stays bounded
+by the sessions kept however many threads come and go.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ __all__ = [
     "LayerStateStore",
     "MemoryLayerStateStore",
     "ScopedStorage",
+    "owning_thread",
     "scope_key",
     "storage_key",
 ]
@@ -55,6 +62,9 @@ class MemoryLayerStateStore:
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
+        #: The keys of each thread's own state, and the thread of each such key (`drop_thread`).
+        self._thread_keys: dict[str, set[str]] = {}
+        self._thread_of: dict[str, str] = {}
 
     async def get(self, key: str) -> Any:
         """The value under `key`, or None when there is none."""
@@ -67,6 +77,26 @@ class MemoryLayerStateStore:
     async def delete(self, key: str) -> None:
         """Remove `key` if present."""
         self._data.pop(key, None)
+        thread_id = self._thread_of.pop(key, None)
+        if thread_id is not None:
+            keys = self._thread_keys[thread_id]
+            keys.discard(key)
+            if not keys:
+                del self._thread_keys[thread_id]
+
+    def belongs_to_thread(self, key: str, thread_id: str) -> None:
+        """Note that `key` holds state of thread `thread_id` only, for `drop_thread`."""
+        if key in self._data and key not in self._thread_of:
+            self._thread_of[key] = thread_id
+            self._thread_keys.setdefault(thread_id, set()).add(key)
+
+    def drop_thread(self, thread_id: str) -> int:
+        """Remove every key holding thread `thread_id`'s state; returns how many there were."""
+        keys = self._thread_keys.pop(thread_id, set())
+        for key in keys:
+            self._data.pop(key, None)
+            self._thread_of.pop(key, None)
+        return len(keys)
 
     def keys(self) -> Iterator[str]:
         """Every stored key (for inspection and tests)."""
@@ -84,6 +114,14 @@ def storage_key(layer_id: str, scope: str, key: str) -> str:
     return f"layers/{layer_id}/{scope}/{key}"
 
 
+def owning_thread(scope: str, ctx: Context) -> str | None:
+    """The thread whose state alone a layer with `scope` keeps on `ctx`: the thread id for a
+    `thread` scope and for a `resource` scope on a thread with no resource id, else None."""
+    if scope == "thread" or (scope == "resource" and not ctx.resource_id):
+        return ctx.thread_id
+    return None
+
+
 def scope_key(scope: str, ctx: Context) -> str:
     """The scope key of a layer with `scope` running on `ctx` (LY-14)."""
     if scope == "thread":
@@ -96,14 +134,19 @@ def scope_key(scope: str, ctx: Context) -> str:
 
 
 class ScopedStorage:
-    """One layer's view of the store, confined to `layers/{layer_id}/{scope_key}/`."""
+    """One layer's view of the store, confined to `layers/{layer_id}/{scope_key}/`.
 
-    __slots__ = ("_store", "layer_id", "scope_key")
+    `thread_id` is the thread whose state alone this is (`owning_thread`), or None; an
+    in-memory store is told, so the state can leave memory with the thread's session.
+    """
 
-    def __init__(self, store: LayerStateStore, layer_id: str, scope_key: str):
+    __slots__ = ("_store", "layer_id", "scope_key", "thread_id")
+
+    def __init__(self, store: LayerStateStore, layer_id: str, scope_key: str, thread_id: str | None = None):
         self._store = store
         self.layer_id = layer_id
         self.scope_key = scope_key
+        self.thread_id = thread_id
 
     def key(self, key: str) -> str:
         """The full store key of `key`."""
@@ -115,7 +158,10 @@ class ScopedStorage:
 
     async def set(self, key: str, value: Any) -> None:
         """Store `value` under `key`."""
-        await self._store.set(self.key(key), value)
+        full = self.key(key)
+        await self._store.set(full, value)
+        if self.thread_id is not None and isinstance(self._store, MemoryLayerStateStore):
+            self._store.belongs_to_thread(full, self.thread_id)
 
     async def delete(self, key: str) -> None:
         """Remove `key`."""
