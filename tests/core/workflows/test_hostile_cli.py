@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 pytestmark = pytest.mark.skipif(not hasattr(os, "wait4"), reason="needs os.wait4 (POSIX)")
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
+LAUNCHER = Path(__file__).resolve().parent / "peak_rss.py"
 #: A run that is still going after this long is taken as one that would never end.
 HANG_SECONDS = 300
 #: Far above what a bounded run peaks at (about 80 MB), far below an unbounded one.
@@ -34,29 +34,20 @@ class Finished:
 
 
 def noetic(*args: str, tmp_path: Path) -> Finished:
-    """Run `noetic ARGS` in a subprocess; its own peak resident memory comes from `wait4`
-    (`RUSAGE_CHILDREN` would mix in every earlier child of the test process)."""
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "noetic.cli", *args], stdout=stdout, stderr=stderr)
-    deadline = time.monotonic() + HANG_SECONDS
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            process.kill()
-            os.wait4(process.pid, 0)
-            raise AssertionError(f"noetic {' '.join(args)} was still running after {HANG_SECONDS} s")
-        time.sleep(0.05)
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    return Finished(
-        process.returncode,
-        out.read_text(errors="replace"),
-        err.read_text(errors="replace"),
-        usage.ru_maxrss
-        / (1024 * 1024 if sys.platform == "darwin" else 1024),  # bytes on macOS, KiB elsewhere
+    """Run `noetic ARGS` in a subprocess, through `peak_rss.py`, which measures its peak
+    resident memory (a child of this test process could not measure its own)."""
+    peak = tmp_path / "peak"
+    done = subprocess.run(
+        [sys.executable, str(LAUNCHER), str(peak), str(HANG_SECONDS), "-m", "noetic.cli", *args],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=HANG_SECONDS + 60,
+        check=False,
     )
+    measured = peak.read_text()
+    assert measured != "timeout", f"noetic {' '.join(args)} was still running after {HANG_SECONDS} s"
+    return Finished(done.returncode, done.stdout, done.stderr, int(measured) / 1024)
 
 
 def test_parallel_loops_that_never_stop_end_in_a_run_budget_error_in_bounded_memory(tmp_path: Path) -> None:
