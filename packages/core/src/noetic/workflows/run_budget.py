@@ -26,6 +26,7 @@ so the run fails with `LIMIT_EXCEEDED` rather than a `fork_partial`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -145,7 +146,7 @@ def charge_evaluation(expression: str, cpu_seconds: float, memory: int) -> None:
                 "time in total (WorkflowLimits.max_run_cpu_ms)",
                 expression=expression,
                 limit=limits.max_run_cpu_ms,
-                actual=round(budget.cpu_seconds * 1000),
+                actual=math.ceil(budget.cpu_seconds * 1000),  # over the limit, never rounded down to it
             )
         )
     if budget.memory > limits.max_run_memory_bytes:
