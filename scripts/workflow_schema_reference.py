@@ -43,13 +43,21 @@ def _ref_name(ref: str) -> str:
     return ref.rsplit("/", 1)[-1]
 
 
+def _union_link(schema: dict[str, Any], predicate: str, node: str) -> str:
+    """A link to the section of a `kind`-discriminated union: loop predicates or nodes."""
+    targets = list(schema["discriminator"].get("mapping", {}).values())
+    if targets and not any(_ref_name(target).endswith("Node") for target in targets):
+        return f"[{predicate}](#loop-predicates-until)"
+    return f"[{node}](#nodes)"
+
+
 def type_of(schema: dict[str, Any]) -> str:
     """A short Markdown rendering of a property's type."""
     if "$ref" in schema:
         name = _ref_name(schema["$ref"])
         return f"[{name}]({_anchor(name)})"
     if "discriminator" in schema:
-        return "a [node](#nodes)"
+        return f"a {_union_link(schema, 'predicate', 'node')}"
     if "const" in schema:
         return f"`{json.dumps(schema['const'])}`"
     if "enum" in schema:
@@ -60,7 +68,10 @@ def type_of(schema: dict[str, Any]) -> str:
             return " or ".join(type_of(option) for option in options) or "`null`"
     kind = schema.get("type")
     if kind == "array":
-        return f"list of {type_of(schema.get('items', {}))}"
+        items = schema.get("items", {})
+        if "discriminator" in items:
+            return f"list of {_union_link(items, 'predicates', 'nodes')}"
+        return f"list of {type_of(items)}"
     if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
         return f"map of name → {type_of(schema['additionalProperties'])}"
     if kind == "object":
@@ -77,7 +88,7 @@ def _constraints(schema: dict[str, Any]) -> str:
     elif "minLength" in schema:
         notes.append(f"at least {schema['minLength']} characters")
     for key, text in (
-        ("minItems", "at least {} entries"),
+        ("minItems", "at least {} entries" if schema.get("minItems") != 1 else "at least one entry"),
         ("minimum", "≥ {}"),
         ("exclusiveMinimum", "> {}"),
         ("maximum", "≤ {}"),
@@ -101,8 +112,11 @@ def definition_section(name: str, schema: dict[str, Any]) -> str:
     if schema.get("description"):
         lines += [" ".join(schema["description"].split()), ""]
     required = set(schema.get("required", []))
-    for group in schema.get("oneOf", []):
-        lines += [f"Exactly one of: {', '.join(f'`{r}`' for r in group.get('required', []))}."]
+    alternatives = [
+        " and ".join(f"`{r}`" for r in group.get("required", [])) for group in schema.get("oneOf", [])
+    ]
+    if alternatives:
+        lines += [f"Exactly one of {' or '.join(alternatives)}."]
     for field, needs in schema.get("dependentRequired", {}).items():
         lines += [f"`{field}` needs {', '.join(f'`{n}`' for n in needs)}."]
     if schema.get("oneOf") or schema.get("dependentRequired"):

@@ -309,3 +309,22 @@ async def test_loop_accepts_infinite_max_iterations_and_rejects_bad_ones() -> No
     assert (await run_graph(graph, 0)).output == 2
     with pytest.raises(nt.NoeticConfigError):
         nt.loop("l", nt.run_code("i", lambda i: i), until=nt.until.never(), max_iterations=0)
+
+
+async def test_loop_snapshot_history_holds_at_most_keep_history_outputs() -> None:
+    histories: list[tuple[Any, ...]] = []
+
+    def watch(snap: nt.LoopSnapshot) -> bool:
+        histories.append(tuple(snap.history))
+        return snap.step_count >= 4
+
+    default = nt.loop("l", nt.run_code("i", lambda i: i + 1), until=watch)
+    assert (await run_graph(default, 0)).output == 4
+    assert histories[-1] == (1, 2, 3, 4)
+    histories.clear()
+    short = nt.loop("l", nt.run_code("i", lambda i: i + 1), until=watch, keep_history=2)
+    assert (await run_graph(short, 0)).output == 4
+    assert histories == [(1,), (1, 2), (2, 3), (3, 4)]
+    for bad in (0, 1.5, True):
+        with pytest.raises(nt.NoeticConfigError, match="keep_history"):
+            nt.loop("l", nt.run_code("i", lambda i: i), until=nt.until.never(), keep_history=bad)  # type: ignore[arg-type]

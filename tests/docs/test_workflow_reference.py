@@ -45,3 +45,14 @@ def test_a_schema_change_changes_the_page() -> None:
     schema["$defs"]["ComputeNode"]["properties"]["budget"] = {"type": "integer", "description": "new"}
     assert "| `budget` | `integer` | optional | new |" in generator.render(schema)
     assert generator.render(schema) != before
+
+
+def test_alternatives_and_predicates_read_as_they_are_meant() -> None:
+    page = _generator().render(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert "Exactly one of `paths` or `each`." in page
+    assert "Exactly one of `document` or `ref`." in page
+    assert "| `until` | a [predicate](#loop-predicates-until) | yes |" in page
+    assert (
+        "| `predicates` | list of [predicates](#loop-predicates-until) | yes | at least one entry |" in page
+    )
+    assert "| `steps` | list of [nodes](#nodes) |" in page

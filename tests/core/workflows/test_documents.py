@@ -10,7 +10,7 @@ import noetic as nt
 import pytest
 from noetic.workflows.document import LoopNode, WorkflowDocument
 from noetic.workflows.limits import WorkflowLimits
-from noetic.workflows.load import load_document, parse_document
+from noetic.workflows.load import MAX_INT_DIGITS, load_document, parse_document
 
 
 def compute(id: str = "c", expr: str = "1") -> dict[str, Any]:
@@ -207,3 +207,22 @@ def test_the_model_round_trips_by_alias() -> None:
     )
     dumped = WorkflowDocument.model_validate(data).model_dump(by_alias=True, exclude_none=True)
     assert dumped == data
+
+
+def test_repeated_keys_are_reported_wherever_they_are_nested() -> None:
+    text = (
+        '{"version": 1, "root": {"kind": "sequence", "id": "s", "steps": ['
+        '{"kind": "compute", "id": "a", "expr": "1"},'
+        '{"kind": "compute", "id": "b", "expr": "1", "id": "c", "expr": "2"}]}}'
+    )
+    document, problems = parse_document(text)
+    assert document is None
+    assert [p.path for p in problems] == ["$.root.steps[1].expr", "$.root.steps[1].id"]
+
+
+def test_integers_up_to_the_digit_limit_are_read() -> None:
+    digits = "9" * MAX_INT_DIGITS
+    text = '{"version": 1, "root": {"kind": "compute", "id": "c", "expr": "1", "x-n": ' + digits + "}}"
+    document, problems = parse_document(text)
+    assert problems == []
+    assert document is not None

@@ -157,6 +157,7 @@ def test_a_key_that_could_be_a_typo_is_rejected_with_a_portable_fix(key: str) ->
     with pytest.raises(nt.NoeticConfigError) as err:
         nt.workflow("w", doc({"kind": "compute", "id": "c", "expr": "1", key: "x"}))
     assert "unknown key" in err.value.message and "portable" in err.value.message
+    assert "TypeScript" not in err.value.message  # a Python user need not know the other runtime
     assert not Draft202012Validator(published_schema()).is_valid(
         doc({"kind": "compute", "id": "c", "expr": "1", key: "x"})
     )
@@ -173,12 +174,14 @@ def test_over_next_to_paths_says_how_to_make_the_document_portable() -> None:
     with pytest.raises(nt.NoeticConfigError) as err:
         nt.workflow("w", doc(root))
     assert "portable" in err.value.message and "remove 'over'" in err.value.message
+    assert "TypeScript" not in err.value.message  # a Python user need not know the other runtime
 
 
 def test_an_unregistered_subflow_ref_says_how_to_make_the_document_portable() -> None:
     with pytest.raises(nt.NoeticConfigError) as err:
         nt.workflow("w", doc({"kind": "subflow", "id": "sub", "ref": "later"}))
     assert err.value.code == "UNKNOWN_WORKFLOW_REFERENCE" and "portable" in err.value.message
+    assert "TypeScript" not in err.value.message  # a Python user need not know the other runtime
 
 
 async def test_a_layer_no_host_supplies_says_how_to_make_the_document_portable() -> None:
@@ -191,3 +194,4 @@ async def test_a_layer_no_host_supplies_says_how_to_make_the_document_portable()
     with pytest.raises(nt.NoeticConfigError) as err:
         await run(nt.workflow("w", doc(root)))
     assert err.value.code == "UNKNOWN_LAYER_REFERENCE" and "portable" in err.value.message
+    assert "TypeScript" not in err.value.message  # a Python user need not know the other runtime

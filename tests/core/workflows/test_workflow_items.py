@@ -35,7 +35,11 @@ async def test_ci_11_a_node_item_wins_over_the_root_item(run_turn: Any) -> None:
 
 async def test_ci_11_the_root_item_is_in_scope_for_every_node(run_turn: Any) -> None:
     flow = nt.workflow(
-        "w", doc({"kind": "sequence", "id": "s", "steps": [emitting("p"), emitting("p")]}, p=item("root:p"))
+        "w",
+        doc(
+            {"kind": "sequence", "id": "s", "steps": [emitting("p", id="c1"), emitting("p", id="c2")]},
+            p=item("root:p"),
+        ),
     )
     assert [f.type for f in (await run_turn(flow)).custom_finals()] == ["root:p", "root:p"]
 

@@ -9,6 +9,8 @@ decides what a failed iteration does: `"abort"` (default) re-raises, `"retry"` r
 iteration again, `"skip"` continues with the last good output; it may also be a function
 `(error, ctx) -> action`. Cancellation is never handed to `on_error`. `max_iterations` is a
 hard ceiling counting retries: exceeding it fails the step (it may be `math.inf`).
+`keep_history` is how many of the latest outputs `LoopSnapshot.history` holds (default 100);
+a loop whose predicate reads fewer keeps fewer, so its memory does not grow with its outputs.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ __all__ = ["Loop", "loop", "output_text"]
 
 OnError = Literal["abort", "retry", "skip"] | Callable[..., Any]
 _MISSING: Any = object()
-_HISTORY = 100
 
 
 def output_text(value: Any) -> str:
@@ -57,7 +58,7 @@ class Loop(Step[OutT]):
     """Repeats `steps`; see the module docstring."""
 
     kind = "loop"
-    __slots__ = ("max_iterations", "on_error", "prepare_next", "steps", "until")
+    __slots__ = ("keep_history", "max_iterations", "on_error", "prepare_next", "steps", "until")
 
     def __init__(
         self,
@@ -68,6 +69,7 @@ class Loop(Step[OutT]):
         max_iterations: float = 1000,
         on_error: OnError = "abort",
         prepare_next: Callable[..., Any] | None = None,
+        keep_history: int = 100,
         custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
         emit_items: Any = None,
     ):
@@ -96,6 +98,13 @@ class Loop(Step[OutT]):
                 f"loop {id!r}: unknown on_error {on_error!r}",
                 hint="Use 'abort', 'retry', 'skip' or a function (error, ctx) -> one of those.",
             )
+        if isinstance(keep_history, bool) or not isinstance(keep_history, int) or keep_history < 1:
+            raise NoeticConfigError(
+                "INVALID_STEP",
+                f"loop {id!r}: keep_history must be a whole number >= 1, got {keep_history!r}",
+                hint="Pass keep_history=100 (the default), or 1 when the predicate reads only the last output.",
+            )
+        self.keep_history = keep_history
         self.until = until
         self.max_iterations = max_iterations
         self.on_error = on_error
@@ -122,7 +131,7 @@ class Loop(Step[OutT]):
     async def _iterate(self, input: Any, ctx: Context, spans: IterationSpans | None) -> Any:
         current = input
         last: Any = _MISSING
-        history: deque[Any] = deque(maxlen=_HISTORY)
+        history: deque[Any] = deque(maxlen=self.keep_history)
         started = time.monotonic()
         completed = 0
         attempts = 0
@@ -207,6 +216,7 @@ def loop(
     max_iterations: float = 1000,
     on_error: OnError = "abort",
     prepare_next: Callable[..., Any] | None = None,
+    keep_history: int = 100,
     custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
     emit_items: Any = None,
 ) -> Loop[OutT]: ...
@@ -219,6 +229,7 @@ def loop(
     max_iterations: float = 1000,
     on_error: OnError = "abort",
     prepare_next: Callable[..., Any] | None = None,
+    keep_history: int = 100,
     custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
     emit_items: Any = None,
 ) -> Loop[Any]: ...
@@ -230,6 +241,7 @@ def loop(
     max_iterations: float = 1000,
     on_error: OnError = "abort",
     prepare_next: Callable[..., Any] | None = None,
+    keep_history: int = 100,
     custom_items: Mapping[str, CustomItemDecl[Any, Any]] | None = None,
     emit_items: Any = None,
 ) -> Loop[Any]:
@@ -243,6 +255,7 @@ def loop(
         max_iterations=max_iterations,
         on_error=on_error,
         prepare_next=prepare_next,
+        keep_history=keep_history,
         custom_items=custom_items,
         emit_items=emit_items,
     )

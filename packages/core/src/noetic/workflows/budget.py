@@ -69,13 +69,14 @@ class LimitHit(Exception):
 class EvaluationBudget:
     """What one evaluation may still spend; see the module docstring."""
 
-    __slots__ = ("deadline", "depth", "limits", "memory", "step")
+    __slots__ = ("deadline", "depth", "limits", "memory", "started", "step")
 
     def __init__(self, limits: ExpressionLimits):
         self.limits = limits
         self.depth = 0
         self.memory = 0
-        self.deadline = _cpu_seconds() + limits.timeout_ms / 1000
+        self.started = _cpu_seconds()
+        self.deadline = self.started + limits.timeout_ms / 1000
         #: The path step collecting results: the depth its evaluations return to, and how
         #: many items they have given so far (a step flattens them into one array).
         self.step: list[int] | None = None
@@ -86,6 +87,10 @@ class EvaluationBudget:
         if self.depth > self.limits.max_depth:
             raise LimitHit(f"the evaluation nests more than {self.limits.max_depth} steps deep")
         self.check_time()
+
+    def cpu_used(self) -> float:
+        """CPU seconds the evaluation has used so far (garbage collection left out)."""
+        return _cpu_seconds() - self.started
 
     def leave(self) -> None:
         """An evaluation step closed."""

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from noetic.workflows.problems import child_path, index_path
+from noetic.workflows.problems import Problem, child_path, index_path
 
 __all__ = [
     "NODE_KINDS",
@@ -50,6 +50,7 @@ __all__ = [
     "iter_expressions",
     "iter_nodes",
     "node_children",
+    "repeated_sibling_ids",
 ]
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -359,9 +360,9 @@ class InParallelNode(_NodeBase):
             raise ValueError("an inParallel node needs exactly one of 'paths' (static) or 'each' (dynamic)")
         if self.over is not None and self.each is None:
             raise ValueError(
-                "'over' selects the array an 'each' path fans out over; it needs 'each'. The TypeScript "
-                "runtime ignores 'over' next to 'paths'; to keep the document portable, remove 'over' "
-                "or replace 'paths' with 'each'"
+                "'over' selects the array an 'each' path fans out over, so it needs 'each': remove 'over' "
+                "or replace 'paths' with 'each' (other Noetic runtimes ignore 'over' next to 'paths'; "
+                "either fix keeps the document portable)"
             )
         return self
 
@@ -527,6 +528,28 @@ def iter_nodes(node: Node, path: str) -> Iterator[tuple[str, Node]]:
         current_path, current = stack.pop()
         yield current_path, current
         stack.extend(reversed(list(node_children(current, current_path))))
+
+
+def repeated_sibling_ids(root: Node, path: str) -> list[Problem]:
+    """A problem for each node whose id an earlier node inside the same parent already has:
+    the steps of one sequence, the paths of one `inParallel`, the routes of one conditional.
+    Spans, events and checkpoints name a step by its id, so two siblings sharing one could not
+    be told apart."""
+    problems: list[Problem] = []
+    for node_at, node in iter_nodes(root, path):
+        first: dict[str, str] = {}
+        for child_at, child in node_children(node, node_at):
+            earlier = first.setdefault(child.id, child_at)
+            if earlier != child_at:
+                problems.append(
+                    Problem(
+                        child_path(child_at, "id"),
+                        "WORKFLOW_VALIDATION_FAILED",
+                        f"step id {child.id!r} is already the id of {earlier}; steps inside one node need "
+                        "distinct ids",
+                    )
+                )
+    return problems
 
 
 def _until_expressions(until: Until, path: str) -> Iterator[tuple[str, str]]:

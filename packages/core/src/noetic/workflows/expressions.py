@@ -13,7 +13,9 @@ against is denial of service:
 - `$eval` (expressions built at run time would dodge the static checks) and regular-expression
   literals (Python's `re` cannot be interrupted, so a catastrophic pattern would hang) are
   disabled;
-- the input's and the result's JSON size are capped (measured without serialising them).
+- the input's and the result's JSON size are capped (measured without serialising them);
+- inside a workflow run, each evaluation's CPU time and allocations also count toward the
+  run's totals (`noetic.workflows.run_budget`).
 
 A breached bound raises `NoeticError("EXPRESSION_LIMIT_EXCEEDED")`; any other evaluation error
 raises `NoeticError("EXPRESSION_FAILED")`. Each evaluation starts from the expression's own
@@ -26,6 +28,7 @@ so a model's JSON answer can be addressed by field.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NoReturn
 
 from jsonata import JException, Jsonata
@@ -34,8 +37,9 @@ from jsonata.utils import Utils
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.schema import to_jsonable
 from noetic.workflows.budget import NUMBER_BYTES, SLOT_BYTES, EvaluationBudget, LimitHit, json_size
-from noetic.workflows.jsonata_builtins import BudgetSlot, bounded_functions
+from noetic.workflows.jsonata_builtins import BudgetSlot, BuiltinFailed, bounded_functions
 from noetic.workflows.limits import ExpressionLimits
+from noetic.workflows.run_budget import charge_evaluation
 
 __all__ = ["Expression", "compile_expression", "json_value"]
 
@@ -170,19 +174,20 @@ class Expression:
         self._check_size(data, "input")
         engine = self._engine
         engine.environment = self._env
-        engine.slot.current = EvaluationBudget(limits)
+        budget = engine.slot.current = EvaluationBudget(limits)
+        copied = 0  # the JSON size of the result, which `_plain` copies
         Jsonata.CURRENT.jsonata = engine
         try:
             raw = engine.evaluate(data, Jsonata.Frame(None))
             # Measured before it is copied: a result repeating one large value many times is
             # cheap to hold but not to copy.
-            self._check_size(raw, "result")
+            copied = self._check_size(raw, "result")
             result = _plain(raw)
         except NoeticError:
             raise
         except JException as exc:
             code = "EXPRESSION_LIMIT_EXCEEDED" if exc.error in _LIMIT_CODES else "EXPRESSION_FAILED"
-            raise self._error(code, f"{exc} ({exc.error})") from None
+            raise self._error(code, jsonata_message(exc)) from None
         except LimitHit as exc:
             raise self._error("EXPRESSION_LIMIT_EXCEEDED", str(exc)) from None
         except RecursionError:
@@ -192,19 +197,24 @@ class Expression:
         except MemoryError:
             raise self._error("EXPRESSION_LIMIT_EXCEEDED", "the evaluation ran out of memory") from None
         except Exception as exc:  # noqa: BLE001 - whatever the untyped library raises is the expression's failure
-            raise self._error("EXPRESSION_FAILED", f"{type(exc).__name__}: {exc}") from None
+            raise self._error("EXPRESSION_FAILED", failure_message(exc)) from None
         finally:
             engine.environment = self._env
             engine.slot.current = None
+            # a failed evaluation spent its time and memory too; over the run's total, the
+            # run-wide LIMIT_EXCEEDED is the error the run reports
+            charge_evaluation(self.source, budget.cpu_used(), budget.memory + copied)
         return result
 
-    def _check_size(self, data: Any, what: str) -> None:
+    def _check_size(self, data: Any, what: str) -> int:
+        """The JSON size of `data`; over `max_value_bytes` raises `EXPRESSION_LIMIT_EXCEEDED`."""
         size = json_size(data, self.limits.max_value_bytes)
         if size > self.limits.max_value_bytes:
             raise self._error(
                 "EXPRESSION_LIMIT_EXCEEDED",
                 f"the {what} is over {self.limits.max_value_bytes} bytes of JSON",
             )
+        return size
 
     def _error(self, code: str, message: str) -> NoeticError:
         # Both parts are cut: an error can quote any value the expression built (`$error` of a
@@ -216,6 +226,63 @@ class Expression:
 
     def __repr__(self) -> str:
         return f"Expression({self.source!r})"
+
+
+_CODE = re.compile(r"[A-Z][0-9]{4}")
+#: The library's message templates name every function "Object" (a rename gone too far in
+#: its port); JSONata's own messages say "function".
+_TEMPLATES = {
+    code: re.sub(r"\{\{\w+\}\}", "{}", re.sub(r"\bObject\b", "function", text))
+    for code, text in JException.error_codes.items()
+    if text != "{{{message}}}"
+}
+
+
+def jsonata_message(exc: JException) -> str:
+    """The message of a JSONata error in JSONata's own words, followed by its code (some of
+    the library's errors carry their message where the code belongs)."""
+    if not _CODE.fullmatch(str(exc.error)):
+        return str(exc.error)
+    template = _TEMPLATES.get(exc.error)
+    args = (exc.current, exc.expected) if exc.extra is None else (exc.current, exc.expected, exc.extra)
+    try:
+        message = str(exc) if template is None else template.format(*args)
+    except (IndexError, KeyError, ValueError):
+        message = str(exc)
+    return f"{message} ({exc.error})"
+
+
+def failure_message(exc: Exception) -> str:
+    """What a Python error raised inside an evaluation means in JSONata's terms, with
+    JSONata's error code where it has one (jsonata-python computes with Python numbers and
+    dates, whose errors would otherwise show through: `1/0` is JSONata's D1001, not a
+    `ZeroDivisionError`)."""
+    if isinstance(exc, BuiltinFailed):
+        function, cause = exc.function, exc.cause
+        if function == "power":
+            return "the power function has resulted in a value that cannot be represented as a JSON number (D3061)"
+        if function == "toMillis" and isinstance(cause, ValueError):
+            return "the argument of the toMillis function must be an ISO 8601 formatted timestamp (D3110)"
+        if function == "fromMillis" and isinstance(cause, ArithmeticError | OSError | ValueError):
+            return "the fromMillis function was given a number of milliseconds outside the range of dates"
+        return f"${function}: {_number_failure(cause) or _plain_message(cause)}"
+    return _number_failure(exc) or _plain_message(exc)
+
+
+def _number_failure(exc: Exception) -> str | None:
+    """JSONata's message for arithmetic that left the range of numbers, if that is what `exc` is."""
+    if isinstance(exc, ZeroDivisionError):
+        return "Number out of range: division by zero (D1001)"
+    if isinstance(exc, ArithmeticError) or (isinstance(exc, ValueError) and str(exc) == "math domain error"):
+        return "Number out of range (D1001)"
+    if isinstance(exc, TypeError) and "complex" in str(exc):
+        return "the result is not a real number (D1001)"
+    return None
+
+
+def _plain_message(exc: Exception) -> str:
+    """The message of an error, without the name of the Python class that carries it."""
+    return str(exc) or "the evaluation failed"
 
 
 def _nesting(source: str) -> int:

@@ -52,7 +52,7 @@ from noetic.workflows.expressions import Expression, compile_expression
 from noetic.workflows.limits import WorkflowLimits, check_node_limits
 from noetic.workflows.load import DocumentSource, parse_document
 from noetic.workflows.problems import ROOT, Problem, child_path, index_path
-from noetic.workflows.run_budget import counted_iterations
+from noetic.workflows.run_budget import charge_kept_item, counted_iterations
 from noetic.workflows.steps import DocumentCallModel, FanOut, Subflow
 
 if TYPE_CHECKING:
@@ -132,9 +132,21 @@ def _start_hook(expression: Expression) -> Callable[[Any], Iterator[Any]]:
     def on_start(value: Any) -> Iterator[Any]:
         event = expression.evaluate(value)
         if event is not None:
+            charge_kept_item(expression.source, event)
             yield event
 
     return on_start
+
+
+def _done_hook(expression: Expression) -> Callable[[Any], Any]:
+    """`onDone`: the final item's fields, the expression read against the output."""
+
+    def on_done(value: Any) -> Any:
+        fields = expression.evaluate(value)
+        charge_kept_item(expression.source, fields)
+        return fields
+
+    return on_done
 
 
 class Hydrator:
@@ -170,6 +182,7 @@ class Hydrator:
         root_path = child_path(path, "root")
         if not inline:
             problems, count = check_node_limits(doc.root, root_path, self.limits)
+            problems += d.repeated_sibling_ids(doc.root, root_path)
             self.nodes += count
             if not problems and self.nodes > self.limits.max_nodes:
                 problems = [
@@ -251,7 +264,7 @@ class Hydrator:
         if spec.on_done is not None:
             done = self._expression(spec.on_done, child_path(emit_path, "onDone"))
             if done is not None:
-                hooks["on_done"] = done.evaluate
+                hooks["on_done"] = _done_hook(done)
         return scope, hooks
 
     def _unresolved_item(self, name: str, path: str, scope: Scope) -> None:
@@ -372,6 +385,7 @@ class Hydrator:
                 until=predicate,
                 max_iterations=max_iterations,
                 prepare_next=counted_iterations(step_id),
+                keep_history=2 if _reads_previous(node.until) else 1,
                 **options,
             )
         if isinstance(node, d.SequenceNode):
@@ -588,9 +602,9 @@ class Hydrator:
                 path,
                 "UNKNOWN_WORKFLOW_REFERENCE",
                 f"no workflow named {ref!r} was passed in workflows= (available: {known}). Named "
-                "workflows are resolved when the workflow is built, not when the subflow first runs "
-                "as in the TypeScript runtime; to keep the document portable, give the host every "
-                "named document up front",
+                "workflows are resolved when the workflow is built, so pass every named document up "
+                "front (other Noetic runtimes resolve one when its subflow first runs; a document "
+                "every host is given up front is portable to them all)",
             )
         else:
             doc, problems = parse_document(source, self.limits)
@@ -652,6 +666,16 @@ def _output_equals(sentinel: str) -> Until:
         return Verdict(done, f"Output matched sentinel: {sentinel}" if done else None)
 
     return check
+
+
+def _reads_previous(spec: d.Until) -> bool:
+    """Whether a predicate reads the previous iteration's output (only `converged` does), so
+    the loop keeps two outputs, not one, whatever the size of each."""
+    if isinstance(spec, d.Converged):
+        return True
+    if isinstance(spec, d.AnyOf | d.AllOf):
+        return any(_reads_previous(p) for p in spec.predicates)
+    return False
 
 
 def _converged(snap: LoopSnapshot) -> Verdict:

@@ -31,7 +31,7 @@ from jsonata.utils import Utils
 from noetic.workflows.budget import EvaluationBudget, LimitHit, json_size
 from noetic.workflows.document_schema import equality_key
 
-__all__ = ["MAX_PICTURE", "BudgetSlot", "bounded_functions"]
+__all__ = ["MAX_PICTURE", "BudgetSlot", "BuiltinFailed", "bounded_functions"]
 
 #: The longest picture (format) string a formatting builtin accepts.
 MAX_PICTURE = 256
@@ -51,6 +51,16 @@ class BudgetSlot(threading.local):
         if self.current is None:
             raise LimitHit("a builtin was called outside an evaluation")
         return self.current
+
+
+class BuiltinFailed(Exception):
+    """A builtin's Python implementation raised a Python error (not a JSONata one): which
+    builtin, and the error, for the expression to report in JSONata's terms."""
+
+    def __init__(self, function: str, cause: Exception):
+        super().__init__(function, cause)
+        self.function = function
+        self.cause = cause
 
 
 # --- checks made before a builtin runs --------------------------------------------------------
@@ -187,7 +197,11 @@ class _BoundedNative(Jsonata.JNativeFunction):  # type: ignore[misc]  # jsonata-
         budget.check_time()
         if self.check is not None:
             self.check(budget, list(args or ()))
-        result = super().call(input, args)
+        try:
+            result = super().call(input, args)
+        except (ArithmeticError, ValueError, TypeError, OSError) as exc:
+            # the library's own errors are JException (a RuntimeError) and pass through
+            raise BuiltinFailed(self.function_name, exc) from None
         budget.charge_value(result, f"${self.function_name}'s result")
         budget.check_time()
         return result

@@ -8,7 +8,8 @@ Documents may come from planners or users, so everything about them is bounded:
   (the TypeScript Noetic's `maxDepth`, default 5: leaves count 0, each enclosing node 1), the
   length of each expression, and how deeply named sub-workflows nest;
 - at run time: how many paths one dynamic `inParallel` may fan out to, how many fan-out
-  paths and loop iterations one run of the document may make in total, and for each
+  paths and loop iterations one run of the document may make in total, how much CPU time
+  and memory its expressions may use in total, and for each
   expression evaluation the time, evaluation depth, range size, string size and the size of its
   input and output (`ExpressionLimits`).
 
@@ -63,9 +64,11 @@ class ExpressionLimits:
 class WorkflowLimits:
     """Bounds of a workflow document; pass `nt.workflow(limits=WorkflowLimits(max_depth=8))`.
 
-    `max_fan_out` bounds one dynamic `inParallel`; `max_paths` the fan-out paths and
-    `max_iterations` the loop iterations of one whole run of the document (every node and
-    sub-workflow together), so nesting cannot multiply past them.
+    `max_fan_out` bounds one dynamic `inParallel`; `max_paths` the fan-out paths,
+    `max_iterations` the loop iterations, `max_run_cpu_ms` the CPU time of every expression
+    evaluation together and `max_run_memory_bytes` the estimated bytes they allocate together,
+    of one whole run of the document (every node and sub-workflow together), so nesting and
+    repetition cannot multiply past them.
     """
 
     max_bytes: int = 1_000_000
@@ -77,6 +80,8 @@ class WorkflowLimits:
     max_fan_out: int = 100
     max_paths: int = 10_000
     max_iterations: int = 100_000
+    max_run_cpu_ms: int = 30_000
+    max_run_memory_bytes: int = 256_000_000
     expressions: ExpressionLimits = field(default_factory=ExpressionLimits)
 
 

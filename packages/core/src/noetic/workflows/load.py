@@ -2,7 +2,8 @@
 
 `parse_document(source)` returns the validated `WorkflowDocument` (or None) and the list of
 problems found: size and nesting limits first (before `json` ever recurses), then JSON syntax,
-then the document model. Schema problems carry the JSON path of the offending value; a node
+then what JSON allows but a reviewer would misread (a key written twice in one object, of
+which only the last would count; an integer too long to convert), then the document model. Schema problems carry the JSON path of the offending value; a node
 kind this runtime cannot run (`runCode`, `schedule`, `acp-agent`) is `UNSUPPORTED_NODE_KIND`,
 any other unknown kind `UNKNOWN_NODE_KIND` / `UNKNOWN_UNTIL_PREDICATE`.
 `load_document(source)` raises them all as one `NoeticConfigError`.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -63,6 +65,89 @@ def _read(source: Any, limits: WorkflowLimits) -> tuple[str | None, list[Problem
     return (None if problems else text), problems
 
 
+#: The longest integer literal a document may hold: Python's own default conversion limit,
+#: fixed here so that a host that lifted that limit still never converts a huge one (the
+#: conversion takes time quadratic in the digits).
+MAX_INT_DIGITS = 4300
+
+
+class _LongInteger:
+    """Stands in for an integer literal over `MAX_INT_DIGITS`, so its path can be reported."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+
+class _Objects:
+    """The `json.loads` hooks that remember what a document's text says that its parsed value
+    cannot show: keys given twice in one object, and integer literals too long to convert."""
+
+    def __init__(self) -> None:
+        #: each object with repeated keys, held so that its id stays its own
+        self.repeated: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        value = dict(pairs)
+        if len(value) < len(pairs):
+            counts = Counter(key for key, _ in pairs)
+            self.repeated[id(value)] = (value, [key for key, count in counts.items() if count > 1])
+        return value
+
+    @staticmethod
+    def integer(text: str) -> int | _LongInteger:
+        digits = len(text.lstrip("-"))
+        return _LongInteger(digits) if digits > MAX_INT_DIGITS else int(text)
+
+    def problems(self, data: Any) -> list[Problem]:
+        """The problems found while parsing, each at the path of its object or number."""
+        found: list[Problem] = []
+        stack: list[tuple[str, Any]] = [(ROOT, data)]
+        while stack:  # the nesting is already bounded; a stack keeps the walk flat anyway
+            path, value = stack.pop()
+            if isinstance(value, _LongInteger):
+                found.append(
+                    Problem(
+                        path,
+                        "WORKFLOW_VALIDATION_FAILED",
+                        f"an integer of {value.digits} digits, over the limit of {MAX_INT_DIGITS}",
+                    )
+                )
+            elif isinstance(value, dict):
+                entry = self.repeated.get(id(value))
+                if entry is not None and entry[0] is value:
+                    for key in entry[1]:
+                        found.append(
+                            Problem(
+                                child_path(path, key),
+                                "WORKFLOW_VALIDATION_FAILED",
+                                "this key is given more than once in its object; a JSON reader keeps "
+                                "only one of them, so write it once",
+                            )
+                        )
+                stack.extend((child_path(path, k), v) for k, v in value.items())
+            elif isinstance(value, list):
+                stack.extend((index_path(path, i), v) for i, v in enumerate(value))
+        return sorted(found, key=lambda p: p.path)
+
+
+def _parse_json(text: str) -> tuple[Any, list[Problem]]:
+    """The parsed value of document text, or the problems that stop it being read as meant."""
+    hooks = _Objects()
+    try:
+        data = json.loads(text, object_pairs_hook=hooks.object, parse_int=hooks.integer)
+    except json.JSONDecodeError as exc:
+        return None, [
+            Problem(
+                ROOT,
+                "WORKFLOW_VALIDATION_FAILED",
+                f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            )
+        ]
+    return data, hooks.problems(data)
+
+
 def _located(loc: tuple[int | str, ...], error_type: str, data: Any) -> str:
     """The JSON path of a pydantic error location, skipping the union tags pydantic inserts."""
     path, current = ROOT, data
@@ -98,10 +183,10 @@ def _problem(error: ErrorDetails, data: Any) -> Problem:
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         message = (
-            "unknown key (check its spelling; document keys are camelCase). The TypeScript runtime "
-            "ignores unknown keys and this one rejects them, so a typo is never silently dropped: "
-            "to keep the document portable, remove the key or rename an annotation to 'x-…' "
-            "(or 'description', 'title', '$comment')"
+            "unknown key (check its spelling; document keys are camelCase). Unknown keys are rejected "
+            "so that a typo is never silently dropped: remove the key, or rename an annotation to "
+            "'x-…' (or 'description', 'title', '$comment'), which every Noetic runtime ignores, so "
+            "the document stays portable"
         )
     return Problem(path, "WORKFLOW_VALIDATION_FAILED", message)
 
@@ -130,16 +215,7 @@ def parse_document(
         text, problems = _read(source, limits)
         if text is None:
             return None, problems
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return None, [
-                Problem(
-                    ROOT,
-                    "WORKFLOW_VALIDATION_FAILED",
-                    f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                )
-            ]
+        data, problems = _parse_json(text)
     if problems:
         return None, problems
     if not isinstance(data, Mapping):

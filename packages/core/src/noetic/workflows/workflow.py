@@ -67,8 +67,11 @@ class WorkflowStep(Step):
 
         if self.deferred:
             self._check_registered(ctx._exec.harness.plugin_manager.registries)
-        with run_budget(self.limits):
-            return await execute(self.root, input, ctx)
+        with run_budget(self.limits) as budget:
+            output = await execute(self.root, input, ctx)
+            if budget.breach is not None:
+                raise budget.breach  # a node that settles or retries swallowed it
+            return output
 
     def _check_registered(self, registries: Registries) -> None:
         """Raise `UNKNOWN_CUSTOM_ITEM` / `UNKNOWN_LAYER_REFERENCE` for deferred names the
@@ -99,9 +102,9 @@ def unregistered(deferred: Sequence[Deferred], registries: Registries) -> list[P
                     name.path,
                     "UNKNOWN_LAYER_REFERENCE",
                     f"layer {name.name!r} was not passed in layers= and no plugin registers "
-                    f"it (registered: {known}). The TypeScript runtime, given no layer registry, "
-                    "drops the names and runs with the harness's layers; to keep the document "
-                    "portable, have every host supply the layer or leave the name out",
+                    f"it (registered: {known}). Pass it in layers=, have a plugin register it, or "
+                    "leave the name out; a document that names a layer is portable only to hosts "
+                    "that all supply it",
                 )
             )
     return problems
