@@ -314,6 +314,36 @@ async def test_hs_4_two_harnesses_continuing_one_thread_fork_it_without_mixing(s
     assert _texts(b1.items) == ["shared", "reply-1", "from b", "reply-2"]
 
 
+async def test_hs_4_a_harness_overwriting_another_harness_record_warns(
+    storage: Storage, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with _harness(storage.spec()) as h:
+        await h.run("shared", thread_id="th")
+    with caplog.at_level("WARNING", logger="noetic.sessions"):
+        async with _harness(storage.spec()) as a:
+            async with _harness(storage.spec()) as b:
+                await a.run("from a", thread_id="th")
+                await b.run("from b", thread_id="th")
+            assert not caplog.records  # b wrote over the record both read: no fork seen yet
+            await a.run("a again", thread_id="th")
+    forks = [
+        record.getMessage()
+        for record in caplog.records
+        if "continued by another harness" in record.getMessage()
+    ]
+    assert len(forks) == 1 and "'th'" in forks[0] and "names 4 items" in forks[0]
+
+
+async def test_a_thread_continued_by_one_harness_after_another_warns_of_no_fork(
+    storage: Storage, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="noetic.sessions"):
+        for turn in range(3):  # one harness after another, as successive runs of a program
+            async with _harness(storage.spec()) as h:
+                await h.run(f"turn {turn}", thread_id="th")
+    assert not caplog.records
+
+
 async def test_sqlite_store_holds_the_pieces_across_processes(tmp_path: Any) -> None:
     url = f"sqlite:///{tmp_path / 'run.db'}"
     async with _harness(url) as h:

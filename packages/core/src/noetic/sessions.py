@@ -47,6 +47,7 @@ stream iterator made before the eviction and first read after it ends at once (S
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import OrderedDict, deque
@@ -381,6 +382,7 @@ class SessionTable:
     async def _write_out(self, batch: dict[str, _Leaving]) -> None:
         store = self._store()
         assert store is not None  # only sessions of a harness with storage leave this way
+        await _warn_of_forks(store, [leaving.session for leaving in batch.values()])
         try:
             await store.write({key: text for leaving in batch.values() for key, text in leaving.rows.items()})
         except NoeticError as exc:
@@ -481,6 +483,7 @@ class SessionTable:
                     continue
                 rows.update(session_rows)
                 saved.append((session, session.log, point))
+            await _warn_of_forks(store, [session for session, _, _ in saved])
             try:
                 await store.write(rows)
             except NoeticError as exc:
@@ -519,6 +522,44 @@ def _history_rows(session: _Session) -> tuple[dict[str, str], StoredPoint]:
     head = {"v": HISTORY_VERSION, "thread_id": session.thread_id, "history": point_json(point)}
     rows[history_key(session.thread_id)] = encode_document(head)
     return rows, point
+
+
+async def _warn_of_forks(store: CheckpointStore, sessions: list[_Session]) -> None:
+    """Log a warning for each thread whose history record another harness rewrote since this
+    one last read or wrote it: the thread forked (HS-4), and the record about to be written
+    names this harness's branch only.
+
+    A check before the write, not a guard: the store has no conditional write, so two harnesses
+    writing at the same instant can still both miss it. A store that fails here is left to the
+    write that follows, which reports it.
+    """
+    from noetic.durable.history import point_of
+
+    known = {history_key(s.thread_id): (s, s.stored[1]) for s in sessions if s.stored is not None}
+    if not known:
+        return
+    try:
+        rows = await store.get_many(list(known))
+    except NoeticError:
+        return
+    for key, text in rows.items():
+        session, point = known[key]
+        try:
+            record = json.loads(text)
+        except ValueError:  # damaged (or split, version 1): the write replaces it either way
+            continue
+        theirs = point_of(record.get("history")) if isinstance(record, dict) else None
+        if theirs is not None and theirs != point:
+            log.warning(
+                "thread %r was continued by another harness since this one read its history "
+                "(the store's record names %d items; this harness last read or wrote %d and now has %d): "
+                "the record now names this harness's history, and the other turns stay only in "
+                "their own executions (a forked thread, HS-4)",
+                session.thread_id,
+                theirs.count,
+                point.count,
+                len(session.log),
+            )
 
 
 def _load_history(
