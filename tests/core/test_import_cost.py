@@ -28,7 +28,10 @@ DEFERRED = (
     "noetic.layers.anchoring",  # prompt-cache anchoring: only a call with layers needs it
     "noetic.custom_items",  # custom items: only a program that declares one needs them
     "pydantic.functional_serializers",  # (their wire form is a pydantic model serializer)
-    "noetic.snapshots",  # in-progress message snapshots: only item streams make them
+    "noetic.snapshots",
+    "noetic.usage_reports",  # totals, step metadata, the layer-usage snapshot: defined when read
+    "pydantic.type_adapter",  # validators of plain types and of the item union, made when used
+    "anyio.to_thread",  # worker threads, for tools and code steps declared to run in one  # in-progress message snapshots: only item streams make them
     "noetic.steps.loop",  # the steps besides call_model, imported when a program names one
     "noetic.steps.decide",
     "noetic.steps.parallel",
@@ -127,6 +130,59 @@ def test_models_a_plain_round_trip_never_makes_are_built_on_first_use() -> None:
         """
     )
     assert out.strip().splitlines() == ["[]", "reasoning 2", "INVALID_ITEM"]
+
+
+def test_a_plain_round_trip_defines_no_usage_report_and_no_type_adapter() -> None:
+    # A tool round trip reads no usage report and validates no plain type; each of those, and
+    # a tool declared to run in a worker thread, asked for afterwards, imports what it needs.
+    out = _run(
+        """
+        import sys
+        import anyio
+        import pydantic
+        import noetic as nt
+        from noetic import items, usage
+        from noetic.testing import ScriptedModel, text_reply, tool_call_reply
+
+        class Args(pydantic.BaseModel):
+            a: int
+
+        add = nt.tool("add", description="Add.", input=Args, execute=lambda a: a.a + 1)
+        slow = nt.tool("slow", description="Slow.", input={"type": "object"}, execute=lambda a: 7, in_thread=True)
+        later = ("noetic.usage_reports", "pydantic.type_adapter")
+
+        async def main() -> None:
+            replies = [tool_call_reply("add", {"a": 2}), text_reply("3")]
+            agent = nt.call_model("answer", tools=[add])
+            async with nt.AgentHarness("plain", agent_graph=agent, model=ScriptedModel(replies)) as h:
+                first = await h.run("1 + 2?")
+            print(first.text, [name for name in later if name in sys.modules])
+            print(first.last_layer_usage.history_tokens > 0, type(first.last_layer_usage).__name__)
+            replies = [tool_call_reply("slow", {}), text_reply("done")]
+            agent = nt.call_model("answer", tools=[slow])
+            async with nt.AgentHarness("thread", agent_graph=agent, model=ScriptedModel(replies)) as h:
+                second = await h.run("go")
+            print([i.output for i in second.items if i.type == "function_call_output"])
+
+        anyio.run(main)
+        print(usage.StepMeta(step_id="s").step_id, "StepMeta" in dir(usage), usage.StepMeta is usage.StepMeta)
+        print(items.parse_item({"type": "message", "role": "user", "content": "hi"}).type)
+        print([name for name in later if name not in sys.modules])
+        try:
+            usage.NoSuchReport
+        except AttributeError as exc:
+            print("NoSuchReport" in str(exc))
+        """
+    )
+    assert out.strip().splitlines() == [
+        "3 []",
+        "True LastLayerUsage",
+        "['7']",
+        "s True True",
+        "message",
+        "[]",
+        "True",
+    ]
 
 
 def test_custom_items_and_the_other_steps_work_on_first_use_after_a_bare_import() -> None:

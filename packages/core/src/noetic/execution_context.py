@@ -27,7 +27,7 @@ import anyio
 from noetic.errors import cancelled
 from noetic.ids import new_execution_id
 from noetic.items import ItemLog
-from noetic.usage import LastLayerUsage, RoundUsage, StepMeta, TokenUsage
+from noetic.usage import RoundUsage
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from noetic.harness import AgentHarness
     from noetic.layers.frame import LayerFrame
     from noetic.runtime import Execution
+    from noetic.usage_reports import LastLayerUsage, StepMeta, TokenUsage
 
 __all__ = ["Context", "to_decimal"]
 
@@ -201,6 +202,8 @@ class Context:
     @property
     def tokens(self) -> TokenUsage:
         """Token usage accumulated on this context (children roll up on return)."""
+        from noetic.usage_reports import TokenUsage  # defined when first read (see there)
+
         return TokenUsage(input=self._in, output=self._out, total=self._in + self._out, cached=self._cached)
 
     @property

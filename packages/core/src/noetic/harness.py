@@ -46,7 +46,7 @@ from noetic.steps.model_call import last_assistant_text
 from noetic.streamed_turn import StreamedTurn
 from noetic.streams import StreamEvent, TurnStream, items_from_events
 from noetic.tools import Tool
-from noetic.usage import LastLayerUsage, RoundUsage
+from noetic.usage import RoundUsage
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from noetic.packed_sessions import PackedSession
     from noetic.plugins import NoeticPluginManager
     from noetic.registry import Registry
+    from noetic.usage_reports import LastLayerUsage
 
 __all__ = ["AgentHarness", "HarnessConfig", "HarnessResponse"]
 

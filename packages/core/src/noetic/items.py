@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache, partial
-from typing import Annotated, Any, Literal, Protocol, TypeAlias, overload
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, overload
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from noetic.errors import NoeticConfigError
 from noetic.ids import new_item_id
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = [
     "STANDARD_ITEM_TYPES",
@@ -230,6 +233,8 @@ _ITEM_CLASSES = (MessageItem, FunctionCallItem, FunctionCallOutputItem, Reasonin
 
 @cache
 def _item_adapter() -> TypeAdapter[Item]:
+    from pydantic import TypeAdapter  # imported here: its module is 2.6 M instructions
+
     return TypeAdapter(Item)
 
 

@@ -13,11 +13,14 @@ import json
 from collections.abc import Mapping
 from functools import cached_property
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from noetic.records import FrozenRecord, set_field
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = ["Schema", "SchemaError", "SchemaProblem", "to_jsonable"]
 
@@ -93,6 +96,8 @@ class Schema:
 
     @cached_property
     def _adapter(self) -> TypeAdapter[Any]:
+        from pydantic import TypeAdapter  # its module is 2.6 M instructions; model schemas never need it
+
         return TypeAdapter(self.spec)
 
     @cached_property

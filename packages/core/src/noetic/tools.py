@@ -16,8 +16,6 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
-
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import FunctionCallItem, FunctionCallOutputItem
 from noetic.model import ToolDefinition
@@ -79,6 +77,8 @@ class Tool:
     async def call(self, args: Any, ctx: Context) -> Any:
         """Run the tool with already validated arguments (abort never interrupts it, CTX-17)."""
         if self.in_thread:  # a cancellation from outside leaves the thread running (steps.md)
+            import anyio.to_thread  # worker threads cost 7 M instructions to import; few tools use them
+
             call_args = (args, ctx) if self._with_ctx else (args,)
             return await anyio.to_thread.run_sync(self.execute, *call_args, abandon_on_cancel=True)
         result = self.execute(args, ctx) if self._with_ctx else self.execute(args)

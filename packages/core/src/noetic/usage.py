@@ -1,16 +1,31 @@
 """Token usage, step metadata and the per-layer usage breakdown (rules TU-1..TU-3, LU-1..LU-4).
 
+A model round's `RoundUsage` is defined here; the reports read only on demand (totals, step
+metadata, the layer-usage snapshot) live in `noetic.usage_reports` and are imported from here
+the first time one is named.
+
 The cache figures (`cached_tokens`, `cache_write_tokens`) are `None` when the provider said
 nothing and `0` only when it said zero; nothing here ever coerces one into the other.
 """
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from noetic.items import FunctionCallItem, Item
+from noetic.lazy import lazy_attribute, lazy_dir
+
+if TYPE_CHECKING:
+    from noetic.usage_reports import (
+        DecisionMeta,
+        EpochUsage,
+        LastLayerUsage,
+        LayerUsageEntry,
+        ReanchorReason,
+        StepMeta,
+        TokenUsage,
+    )
 
 __all__ = [
     "DecisionMeta",
@@ -24,29 +39,12 @@ __all__ = [
     "add_optional",
 ]
 
-ReanchorReason: TypeAlias = Literal[
-    "cold-start", "instructions-changed", "cache-miss", "delta-pressure", "delta-overflow", "max-age"
-]
-
 
 class _Frozen(BaseModel):
     # Validators are built when a model is first used rather than at `import noetic`: a plain
     # tool round trip makes round usage only (the layer-usage snapshot is made when someone
     # reads it, and for calls with layers; step metadata and execution totals when read).
     model_config = ConfigDict(frozen=True, defer_build=True)
-
-
-class TokenUsage(_Frozen):
-    """Tokens accumulated over an execution (TU-1).
-
-    `cached` sums the prompt tokens providers served from cache; it stays `None` until some
-    round reports a cache figure.
-    """
-
-    input: int = 0
-    output: int = 0
-    total: int = 0
-    cached: int | None = None
 
 
 class RoundUsage(_Frozen):
@@ -59,67 +57,6 @@ class RoundUsage(_Frozen):
     reasoning_tokens: int | None = None
 
 
-class DecisionMeta(_Frozen):
-    """Set by `decide` steps: the answering model, its path, and refused question ids (TU-3)."""
-
-    model_id: str
-    source: Literal["native", "estimated"]
-    refused: tuple[str, ...] = ()
-
-
-class StepMeta(_Frozen):
-    """Metadata of the last executed step (`ctx.last_step_meta`, TU-3)."""
-
-    step_id: str | None = None
-    kind: str | None = None
-    tool_calls: tuple[FunctionCallItem, ...] | None = None
-    #: The tool calls of the step's last model response (a `call_model` step ends when the
-    #: model answers without tools, so this is empty unless a step sets it otherwise).
-    last_response_tool_calls: tuple[FunctionCallItem, ...] | None = None
-    usage: RoundUsage | None = None
-    cost: float | None = None
-    billed_cost: float | None = None
-    response_items: tuple[Item, ...] | None = None
-    decision: DecisionMeta | None = None
-
-
-class LayerUsageEntry(_Frozen):
-    """One context layer's share of the last assembled view (LU-2)."""
-
-    layer_id: str
-    token_count: int
-    items: tuple[Item, ...] = ()
-    placement: Literal["anchor", "live"] = "live"
-    served: Literal["fresh", "pinned"] = "fresh"
-    changed: bool = False
-    churn_rate: float = 0.0
-    rebill_tokens: int = 0
-
-
-class EpochUsage(_Frozen):
-    """Prompt-cache anchoring state behind the most recent assembly (LU-3)."""
-
-    id: str
-    age: int
-    anchor_tokens: int = 0
-    live_tokens: int = 0
-    delta_tokens: int = 0
-    reanchor_reason: ReanchorReason | None = None
-
-
-class LastLayerUsage(_Frozen):
-    """How the most recent model call decomposed the context window (LU-1)."""
-
-    execution_id: str
-    model_id: str
-    layers: tuple[LayerUsageEntry, ...] = ()
-    system_prompt_tokens: int = 0
-    tools_tokens: int = 0
-    history_tokens: int = 0
-    total_used_tokens: int = Field(default=0)
-    epoch: EpochUsage | None = None
-
-
 def add_optional(a: int | None, b: int | None) -> int | None:
     """Sum two optional counts, keeping `None` only when both are `None`."""
     if a is None:
@@ -127,3 +64,27 @@ def add_optional(a: int | None, b: int | None) -> int | None:
     if b is None:
         return a
     return a + b
+
+
+# The reports a run builds only when someone reads them are defined on first use (see
+# `noetic.usage_reports`); `noetic.usage.StepMeta` and the rest still import from here.
+_LAZY = dict.fromkeys(
+    (
+        "DecisionMeta",
+        "EpochUsage",
+        "LastLayerUsage",
+        "LayerUsageEntry",
+        "ReanchorReason",
+        "StepMeta",
+        "TokenUsage",
+    ),
+    "noetic.usage_reports",
+)
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
+
+
+def __dir__() -> list[str]:
+    return lazy_dir(globals(), _LAZY)

@@ -7,7 +7,10 @@ cache is holding; an age stuck at 1 means every call re-anchors — the reason s
 
 from __future__ import annotations
 
-from noetic.usage import LastLayerUsage
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from noetic.usage_reports import LastLayerUsage
 
 __all__ = ["render_layer_usage"]
 

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 from noetic.items import Item
 from noetic.model import ToolDefinition
 from noetic.tokens import estimate_items, estimate_text, estimate_tool
-from noetic.usage import LastLayerUsage, LayerUsageEntry
 
+# The snapshot's classes are defined when the first snapshot is made (`noetic.usage_reports`).
 if TYPE_CHECKING:  # only a call with layers has a banded view: anchoring is loaded by then
     from noetic.layers.anchoring import BandedView
+    from noetic.usage_reports import LastLayerUsage
 
 __all__ = ["layered_usage", "window_usage", "with_layers"]
 
@@ -32,6 +33,8 @@ def window_usage(
     history: Sequence[Item],
 ) -> LastLayerUsage:
     """The system, tools and history buckets of one call (the whole snapshot without layers)."""
+    from noetic.usage_reports import LastLayerUsage
+
     system = estimate_text(instructions) if instructions else 0
     tools_tokens = sum(estimate_tool(t) for t in tools)
     history_tokens = estimate_items(history)
@@ -47,6 +50,8 @@ def window_usage(
 
 def with_layers(base: LastLayerUsage, banded: BandedView) -> LastLayerUsage:
     """`base` (buckets only) completed with the layers and epoch of `banded`."""
+    from noetic.usage_reports import LayerUsageEntry
+
     entries = []
     for output in banded.served:
         info = banded.info_of(output.layer_id)

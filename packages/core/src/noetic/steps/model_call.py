@@ -44,12 +44,13 @@ from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import OutT, Step
 from noetic.streams import DELTA_BATCH
 from noetic.tools import Tool, cancelled_output, error_output, run_tool_call
-from noetic.usage import RoundUsage, StepMeta, add_optional
+from noetic.usage import RoundUsage, add_optional
 
 if TYPE_CHECKING:
     import anyio.lowlevel
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
+    from noetic.usage_reports import StepMeta
     from opentelemetry.trace import Tracer
 
 __all__ = ["CallModel", "call_model", "last_assistant_text"]
@@ -504,6 +505,8 @@ def _step_meta(
     response_items: tuple[Item, ...],
 ) -> StepMeta:
     """The `StepMeta` of a finished model step; its usage sums every round's."""
+    from noetic.usage_reports import StepMeta  # defined when first read (see there)
+
     usage = rounds[0] if rounds else _NO_USAGE
     for round_usage in rounds[1:]:
         usage = _add_usage(usage, round_usage)
