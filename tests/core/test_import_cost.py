@@ -26,6 +26,10 @@ DEFERRED = (
     "noetic.layers.cache_config",  # anchoring settings: built when given or when anchoring reads them
     "anyio.lowlevel",  # the event loop's backend imports it; steps reach it only inside the loop
     "noetic.layers.anchoring",  # prompt-cache anchoring: only a call with layers needs it
+    "noetic.layers.call",  # the rest of a layered step: view assembly per round, overflow modes,
+    "noetic.layers.overflow",  # steering and the item pipelines, imported by the first step
+    "noetic.layers.steering",  # with layers
+    "noetic.layers.pipelines",
     "noetic.custom_items",  # custom items: only a program that declares one needs them
     "pydantic.functional_serializers",  # (their wire form is a pydantic model serializer)
     "noetic.snapshots",
@@ -325,13 +329,14 @@ def test_anchoring_is_imported_when_a_call_has_layers() -> None:
             bare = nt.call_model("bare")
             async with nt.AgentHarness("plain", agent_graph=bare, model=ScriptedModel([text_reply("a")])) as h:
                 await h.run("hi")
-            assert "noetic.layers.anchoring" not in sys.modules
+            layered_machinery = ("noetic.layers.anchoring", "noetic.layers.call", "noetic.layers.steering")
+            assert not [name for name in layered_machinery if name in sys.modules]
             # nor were the validators of the layer-usage snapshot built (nobody read one)
             assert not noetic.usage.LastLayerUsage.__pydantic_complete__
             layered = nt.call_model("layered", layers=[Notes()])
             async with nt.AgentHarness("layered", agent_graph=layered, model=ScriptedModel([text_reply("b")])) as h:
                 usage = (await h.run("hi")).last_layer_usage
-            assert "noetic.layers.anchoring" in sys.modules
+            assert all(name in sys.modules for name in layered_machinery)
             print([entry.layer_id for entry in usage.layers], usage.epoch is not None)
 
         anyio.run(main)

@@ -33,8 +33,8 @@ from noetic.ids import new_item_id
 from noetic.inspect_sink import EventSink, inspect_url
 from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.budgets import Projection
-from noetic.layers.call import LayerMemory
 from noetic.layers.layer_set import LayerSet
+from noetic.layers.memory import LayerMemory
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.logs import logger
 from noetic.model import ModelAdapter

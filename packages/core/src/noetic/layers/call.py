@@ -11,15 +11,14 @@ while the layer part stays byte-stable. After round 0 the provider's cache figur
 `store` runs every layer's `store` concurrently, all-settled, each on a snapshot of its own
 state (LY-7), then tells running spawn children which states changed (LY-9). Each round's
 history passes through the layers' `project_history` (LY-4) and the projection's overflow
-mode (`noetic.layers.overflow`) before the token pass.
+mode (`noetic.layers.overflow`) before the token pass. Imported by the first step with layers;
+what the harness keeps across turns is `noetic.layers.memory`.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -33,195 +32,32 @@ from noetic.items import (
     developer_message,
     parse_item,
 )
-from noetic.layers.budgets import Projection, allocate_budgets
+from noetic.layers.budgets import Projection
 from noetic.layers.contract import UNSET, CallResult, RecallResult
 from noetic.layers.frame import (
-    HookIndexes,
     LayerContext,
     LayerEntry,
     LayerFrame,
-    hook_table,
     is_cancellation,
     report,
     run_hook,
     run_hooks,
     slot_of,
 )
-from noetic.layers.overflow import SummaryMemory, summarize_history, truncate_history
+from noetic.layers.overflow import summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
 from noetic.layers.usage import layered_usage, with_layers
 from noetic.layers.view import assemble_view, strip_orphans
-from noetic.tokens import estimate_item_tokens, estimate_text
+from noetic.tokens import estimate_text
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
-    from noetic.layers.anchoring import AnchorStore, BandedView, LayerOutput
-    from noetic.layers.cache_config import ContextCacheConfig
+    from noetic.layers.anchoring import BandedView, LayerOutput
+    from noetic.layers.memory import LayerMemory
     from noetic.model import ModelAdapter, ToolDefinition
     from noetic.usage import LastLayerUsage, RoundUsage
 
-__all__ = ["LayerMemory", "LayeredCall", "RecallCache"]
-
-
-class RecallCache:
-    """Recall output of `recall_mode="eventual"` layers, kept until their `store` changes state,
-    by (scope key, layer id); `drop_scope` forgets a scope's outputs (an evicted thread's)."""
-
-    __slots__ = ("_layers", "outputs")
-
-    def __init__(self) -> None:
-        self.outputs: dict[tuple[str, str], LayerOutput] = {}
-        #: The layer ids with a cached output, by scope key.
-        self._layers: dict[str, set[str]] = {}
-
-    def get(self, key: tuple[str, str]) -> LayerOutput | None:
-        """The cached output for `key`, if still valid."""
-        return self.outputs.get(key)
-
-    def put(self, key: tuple[str, str], output: LayerOutput) -> None:
-        """Cache `output` (served later as a plain render: it commits nothing)."""
-        self.outputs[key] = replace(output, mutated_state=False)
-        self._layers.setdefault(key[0], set()).add(key[1])
-
-    def invalidate(self, key: tuple[str, str]) -> None:
-        """Drop `key` so the next recall runs."""
-        if self.outputs.pop(key, None) is not None:
-            layers = self._layers[key[0]]
-            layers.discard(key[1])
-            if not layers:
-                del self._layers[key[0]]
-
-    def drop_scope(self, scope_key: str) -> None:
-        """Forget every output cached under `scope_key` (their next recalls run)."""
-        for layer_id in self._layers.pop(scope_key, ()):
-            del self.outputs[(scope_key, layer_id)]
-
-
-class LayerMemory:
-    """What a harness remembers about its layers across turns: anchoring (under `config`) and
-    recall caches, overflow summaries, token estimates of log items by id (items never change,
-    so one estimate each), each layer's last string render, the budget splits of layer sets,
-    the hook table of each layer object and the hook index of each list of them.
-
-    The anchoring store is built on first use: a harness whose calls never have layers never
-    imports `noetic.layers.anchoring`. `config` None stands for the default settings, made
-    only when anchoring first reads them (a harness given none never builds the model)."""
-
-    __slots__ = (
-        "_anchors",
-        "_config",
-        "allocations",
-        "hook_indexes",
-        "hook_tables",
-        "recalls",
-        "renders",
-        "summaries",
-        "tokens",
-    )
-
-    def __init__(self, config: ContextCacheConfig | None = None) -> None:
-        self._config = config
-        self._anchors: AnchorStore | None = None
-        self.recalls = RecallCache()
-        self.summaries = SummaryMemory()
-        self.tokens: dict[str, int] = {}
-        self.renders: dict[str, LayerOutput] = {}
-        self.allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = {}
-        self.hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = {}
-        self.hook_indexes: HookIndexes = {}
-
-    @property
-    def anchors(self) -> AnchorStore:
-        """The anchoring memory (epochs per lineage, churn per layer), built on first use."""
-        anchors = self._anchors
-        if anchors is None:
-            from noetic.layers.anchoring import AnchorStore
-
-            anchors = self._anchors = AnchorStore(self.config)
-        return anchors
-
-    @property
-    def config(self) -> ContextCacheConfig:
-        """The anchoring settings (the defaults when the harness was given none)."""
-        config = self._config
-        if config is None:
-            from noetic.layers.cache_config import ContextCacheConfig
-
-            config = self._config = ContextCacheConfig()
-        return config
-
-    @property
-    def anchoring_enabled(self) -> bool:
-        """Whether prompt-cache anchoring is on (it is by default)."""
-        return self._config is None or self._config.enabled
-
-    def forget_lineage(self, key: str) -> None:
-        """Drop the anchoring state of lineage `key` (a finished child execution)."""
-        if self._anchors is not None:
-            self._anchors.drop(key)
-
-    def render_text(self, layer_id: str, text: str) -> LayerOutput:
-        """The output of a recall of `layer_id` that returned `text` (LY-3: one developer
-        message). When the layer returned the same text last time, it is the same output —
-        message, token estimate and all — so unchanged content is not rebuilt, re-estimated or
-        re-hashed (anchoring compares it by identity)."""
-        last = self.renders.get(layer_id)
-        if last is not None and last.text == text:
-            return last
-        if len(self.renders) >= MAX_MEMOIZED_ITEMS:
-            self.renders.clear()
-        from noetic.layers.anchoring import LayerOutput
-
-        output = LayerOutput(layer_id, (developer_message(text),), estimate_text(text), text=text)
-        self.renders[layer_id] = output
-        return output
-
-    def hooks(self, layer: Any) -> dict[str, Callable[..., Any] | None]:
-        """The hook table of `layer` (`hook_table`), built once per layer object."""
-        found = self.hook_tables.get(id(layer))
-        if found is not None and found[0] is layer:
-            return found[1]
-        if len(self.hook_tables) >= MAX_MEMOIZED_SPLITS:
-            self.hook_tables.clear()
-        table = hook_table(layer)
-        self.hook_tables[id(layer)] = (layer, table)
-        return table
-
-    def budgets(self, layers: Sequence[Any], projection: Projection, system_tokens: int) -> dict[str, float]:
-        """Each layer's token budget for one step, by layer id (BG-1..BG-5). The split only
-        changes with the layers (ids and budget specs) and the window, so it is remembered
-        for them; the caller must not change the returned dict."""
-        specs = tuple([getattr(layer, "budget", "auto") for layer in layers])
-        key = (projection.token_budget, projection.response_reserve, system_tokens, *[x.id for x in layers])
-        found = self.allocations.get(key)
-        if found is not None and found[0] == specs:
-            return found[1]
-        allocation = allocate_budgets(
-            projection.token_budget,
-            layers,
-            system_prompt_tokens=system_tokens,
-            response_reserve=projection.response_reserve,
-        )
-        budgets = {layer_id: _budget(a) for layer_id, a in allocation.by_id().items()}
-        if len(self.allocations) >= MAX_MEMOIZED_SPLITS:
-            self.allocations.clear()
-        self.allocations[key] = (copy.deepcopy(specs), budgets)
-        return budgets
-
-    def item_tokens(self, item: Item) -> int:
-        """The estimated tokens of `item`, memoized by item id (bounded)."""
-        count = self.tokens.get(item.id)
-        if count is None:
-            if len(self.tokens) >= MAX_MEMOIZED_ITEMS:
-                self.tokens.clear()
-            count = self.tokens[item.id] = estimate_item_tokens(item)
-        return count
-
-
-#: Token estimates (and string renders) kept before the memo starts over.
-MAX_MEMOIZED_ITEMS = 100_000
-#: Budget splits (and hook tables) kept before the memo starts over.
-MAX_MEMOIZED_SPLITS = 1_000
+__all__ = ["LayeredCall"]
 
 
 class _SeenLog:
@@ -253,10 +89,6 @@ class _SeenLog:
             elif isinstance(item, FunctionCallOutputItem):
                 self.outputs.add(item.call_id)
         self.seen = len(log_items)
-
-
-def _budget(allocation: float) -> float:
-    return math.floor(allocation) if math.isfinite(allocation) else math.inf
 
 
 class LayeredCall:

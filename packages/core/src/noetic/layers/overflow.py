@@ -47,12 +47,12 @@ from noetic.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
+    from noetic.layers.memory import SummaryMemory
     from noetic.model import ModelAdapter
 
 __all__ = [
     "SUMMARY_MAX_TOKENS",
     "TRUNCATE_FLOOR_CHARS",
-    "SummaryMemory",
     "summarize_history",
     "truncate_history",
 ]
@@ -65,8 +65,6 @@ TRUNCATE_FLOOR_CHARS = 200
 _MARKER_CHARS = 40
 #: The largest summary `summarize` makes room for (tokens).
 SUMMARY_MAX_TOKENS = 1024
-#: Summaries remembered per harness before the memory starts over.
-MAX_SUMMARIES = 1000
 SUMMARY_INSTRUCTIONS = (
     "You compress the earlier part of a conversation so an assistant can continue it. Write a "
     "concise summary of the transcript you are given: the user's goals, decisions made, facts "
@@ -131,29 +129,6 @@ def _text_of(item: Item) -> str | None:
 
 
 # --- summarize -----------------------------------------------------------------------------
-
-
-class SummaryMemory:
-    """Summaries already written, by the id of the last item each one covers."""
-
-    __slots__ = ("by_last_item",)
-
-    def __init__(self) -> None:
-        self.by_last_item: dict[str, str] = {}
-
-    def find(self, items: Sequence[Item]) -> tuple[int, str | None]:
-        """The longest prefix of `items` already summarized: its length and its summary."""
-        for end in range(len(items), 0, -1):
-            summary = self.by_last_item.get(items[end - 1].id)
-            if summary is not None:
-                return end, summary
-        return 0, None
-
-    def remember(self, last: Item, summary: str) -> None:
-        """Keep `summary` as the summary of everything up to `last` (bounded)."""
-        if len(self.by_last_item) >= MAX_SUMMARIES:
-            self.by_last_item.clear()
-        self.by_last_item[last.id] = summary
 
 
 async def summarize_history(

@@ -55,8 +55,8 @@ from noetic.layers.storage import ScopedStorage, owning_thread, scope_key
 if TYPE_CHECKING:
     from noetic.execution_context import Context
     from noetic.harness import AgentHarness
-    from noetic.layers.call import LayerMemory
     from noetic.layers.contract import Outcome
+    from noetic.layers.memory import LayerMemory
     from noetic.layers.storage import LayerStateStore
     from noetic.runtime import Execution
 

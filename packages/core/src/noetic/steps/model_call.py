@@ -14,7 +14,8 @@ even for a response that is then cut off by abort (the step then raises `cancell
 With context layers, the input and the tool outputs reach the log through `on_item_append`,
 each response is judged by `after_model_call` (a deny fails the step, a guide retries the
 round) before its items are appended, and each requested call passes `before_tool_call`
-(`noetic.layers.pipelines`, `noetic.layers.steering`).
+(`noetic.layers.pipelines`, `noetic.layers.steering`). That machinery is imported by the first
+step that has layers: a program whose calls have none never loads it.
 """
 
 from __future__ import annotations
@@ -33,11 +34,8 @@ from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import to_decimal
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
 from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
-from noetic.layers.call import LayeredCall
 from noetic.layers.contract import CallResult
 from noetic.layers.layer_set import LayerSet
-from noetic.layers.pipelines import append_items
-from noetic.layers.steering import MAX_STEERING_RETRIES, guard_tool_calls, judge_response
 from noetic.layers.usage import window_usage
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError, to_jsonable
@@ -50,6 +48,7 @@ if TYPE_CHECKING:
     import anyio.lowlevel
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
+    from noetic.layers.call import LayeredCall
     from noetic.usage_reports import StepMeta
     from opentelemetry.trace import Tracer
 
@@ -152,6 +151,8 @@ class CallModel(Step[OutT]):
             if ctx._layers is None:
                 ctx.item_log.append(user_message(input))
             else:
+                from noetic.layers.pipelines import append_items
+
                 await append_items(ctx, [user_message(input)])  # through on_item_append (LY-2)
         instructions = self.instructions
         if callable(instructions):
@@ -199,6 +200,8 @@ class CallModel(Step[OutT]):
             cost += round_cost
             billed += round_billed
             if layered is not None:
+                from noetic.layers.steering import MAX_STEERING_RETRIES, judge_response
+
                 guidance = await judge_response(ctx, response, self.id)  # after_model_call (LY-5)
                 if guidance is not None and steering_retries < MAX_STEERING_RETRIES:
                     steering_retries += 1
@@ -261,6 +264,8 @@ class CallModel(Step[OutT]):
         harness = ctx._exec.harness
         projection = self.projection or harness.projection or DEFAULT_PROJECTION
         query = input if isinstance(input, str) else ""
+        from noetic.layers.call import LayeredCall
+
         # Layer hooks are user code: abort lets them finish (CTX-17; their own timeouts bound
         # them), then the step stops before the model is called.
         await frame.start()
@@ -415,7 +420,12 @@ class CallModel(Step[OutT]):
 
         finished = False
         try:
-            guarded.extend(calls if ctx._layers is None else await guard_tool_calls(ctx, calls))
+            if ctx._layers is None:
+                guarded.extend(calls)
+            else:
+                from noetic.layers.steering import guard_tool_calls
+
+                guarded.extend(await guard_tool_calls(ctx, calls))
             if len(calls) == 1:
                 await one(0, calls[0])
             else:
@@ -437,6 +447,8 @@ class CallModel(Step[OutT]):
                 if output is not None:
                     ctx.item_log.append(output)
             return set()
+        from noetic.layers.pipelines import append_items
+
         return await append_items(ctx, [o for o in outputs if o is not None])
 
     def _final_output(self, items: Sequence[Item], parsed: Any) -> Any:
