@@ -12,7 +12,6 @@ machine. Written on the standard library (urllib, threading): the core takes no 
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import deque
@@ -79,6 +78,8 @@ class EventSink:
 
     def __call__(self, event: StreamEvent) -> None:
         """Queue one event (never blocks, never raises)."""
+        import json  # on first use: `import json` compiles its regexes (5 M instructions)
+
         try:
             text = json.dumps(
                 {"source": event.source, "type": event.type, "data": event.data}, default=_plain

@@ -9,7 +9,6 @@ each failing field and what was expected; `json_schema` gives the JSON Schema to
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import cached_property
 from itertools import islice
@@ -180,6 +179,8 @@ class Schema:
                 raise SchemaError(
                     [SchemaProblem(_dotted(e["loc"]), e["msg"]) for e in exc.errors(include_url=False)]
                 ) from None
+        import json  # on first use: `import json` compiles its regexes (5 M instructions)
+
         try:
             value = json.loads(text) if text.strip() else {}
         except json.JSONDecodeError as exc:

@@ -47,7 +47,6 @@ stream iterator made before the eviction and first read after it ends at once (S
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections import OrderedDict, deque
@@ -542,6 +541,8 @@ async def _warn_of_forks(store: CheckpointStore, sessions: list[_Session]) -> No
         rows = await store.get_many(list(known))
     except NoeticError:
         return
+    import json  # on first use: `import json` compiles its regexes (5 M instructions)
+
     for key, text in rows.items():
         session, point = known[key]
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -37,6 +36,8 @@ def estimate_text(text: str) -> int:
 
 def estimate_value(value: Mapping[str, Any] | Any) -> int:
     """Tokens in the JSON form of `value`."""
+    import json  # on first use: `import json` compiles its regexes (5 M instructions)
+
     return estimate_text(json.dumps(value, separators=(",", ":"), default=str))
 
 

@@ -11,7 +11,6 @@ run in a worker thread with `in_thread=True`, as for `run_code`.
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -101,6 +100,8 @@ def tool(
 
 def encode_output(value: Any) -> str:
     """JSON-encode a tool result for a `function_call_output`."""
+    import json  # on first use: `import json` compiles its regexes (5 M instructions)
+
     return json.dumps(to_jsonable(value), ensure_ascii=False, default=str)
 
 
@@ -132,12 +133,16 @@ def cancelled_output(call: FunctionCallItem, reason: str) -> FunctionCallOutputI
 
     Status `incomplete`, and an `error` the model can read on the next turn.
     """
+    import json
+
     body = {"error": "cancelled", "reason": reason}
     return FunctionCallOutputItem(call_id=call.call_id, output=json.dumps(body), status="incomplete")
 
 
 def error_output(call: FunctionCallItem, message: str) -> FunctionCallOutputItem:
     """The output item telling the model its call failed: `{"error": message}`."""
+    import json
+
     return FunctionCallOutputItem(call_id=call.call_id, output=json.dumps({"error": message}))
 
 
