@@ -119,7 +119,7 @@ class LayerHandle(Mapping[str, Any]):
 class LayerHandles(Mapping[str, LayerHandle]):
     """`ctx.context`: a `LayerHandle` per active layer of a frame, by layer id."""
 
-    __slots__ = ("_cache", "_frame")
+    __slots__ = ("__weakref__", "_cache", "_frame")
 
     def __init__(self, frame: LayerFrame):
         self._frame = frame
