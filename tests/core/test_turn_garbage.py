@@ -118,14 +118,14 @@ def answering() -> nt.Step:
     return nt.sequence("turn", [nt.run_code("observe", _observe), nt.call_model("answer")])
 
 
-async def test_rt_1_a_plain_turn_leaves_no_cyclic_garbage() -> None:
+async def test_gc_1_a_plain_turn_leaves_no_cyclic_garbage() -> None:
     async with harness(answering()) as h:
         response, found = await measured_turn(h)
     assert response.text == "3"
     assert found == 0
 
 
-async def test_rt_1_a_turn_with_a_tool_leaves_no_cyclic_garbage() -> None:
+async def test_gc_1_a_turn_with_a_tool_leaves_no_cyclic_garbage() -> None:
     graph = nt.loop("react", nt.call_model("think", tools=[add]), until=nt.until.no_tool_calls())
     async with harness(graph) as h:
         response, found = await measured_turn(h)
@@ -134,7 +134,7 @@ async def test_rt_1_a_turn_with_a_tool_leaves_no_cyclic_garbage() -> None:
     assert found == 0
 
 
-async def test_rt_1_a_turn_with_a_layer_leaves_no_cyclic_garbage() -> None:
+async def test_gc_1_a_turn_with_a_layer_leaves_no_cyclic_garbage() -> None:
     async with harness(answering(), layers=[Notes()]) as h:
         response, found = await measured_turn(h)
     assert response.text == "3"
@@ -142,7 +142,7 @@ async def test_rt_1_a_turn_with_a_layer_leaves_no_cyclic_garbage() -> None:
     assert found == 0
 
 
-async def test_rt_1_a_durable_turn_leaves_no_cyclic_garbage(tmp_path: Path) -> None:
+async def test_gc_1_a_durable_turn_leaves_no_cyclic_garbage(tmp_path: Path) -> None:
     graph = nt.loop("react", nt.call_model("think", tools=[add]), until=nt.until.no_tool_calls())
     async with harness(graph, storage=f"sqlite:///{tmp_path / 'turns.db'}") as h:
         response, found = await measured_turn(h)
@@ -150,8 +150,37 @@ async def test_rt_1_a_durable_turn_leaves_no_cyclic_garbage(tmp_path: Path) -> N
     assert found == 0
 
 
-async def test_rt_1_a_streamed_turn_leaves_no_cyclic_garbage() -> None:
+async def test_gc_1_a_streamed_turn_leaves_no_cyclic_garbage() -> None:
     async with harness(answering()) as h:
         response, found = await measured_turn(h, streamed=True)
     assert response is not None and response.text == "3"
+    assert found == 0
+
+
+def _read_layers(value: Any, ctx: nt.Context) -> Any:
+    assert list(ctx.context) == ["notes"]
+    assert len(ctx.context["notes"]) == 0  # `Notes` provides nothing; the handle still exists
+    return value
+
+
+async def test_gc_1_a_turn_reading_its_layer_handles_leaves_no_cyclic_garbage() -> None:
+    graph = nt.sequence("turn", [nt.run_code("read", _read_layers), answering()])
+    async with harness(graph, layers=[Notes()]) as h:
+        response, found = await measured_turn(h)
+    assert response.text == "3"
+    assert found == 0
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        lambda: nt.spawn("child", answering(), layers=[Notes()]),
+        lambda: nt.in_parallel("paths", [answering(), nt.run_code("other", lambda value, ctx: value)]),
+        lambda: nt.with_context("scoped", answering(), layers=[Notes()]),
+    ],
+    ids=["spawn", "in_parallel", "with_context"],
+)
+async def test_gc_1_child_contexts_and_scoped_layers_leave_no_cyclic_garbage(shape: Any) -> None:
+    async with harness(shape(), layers=[Notes()]) as h:
+        _, found = await measured_turn(h)
     assert found == 0
