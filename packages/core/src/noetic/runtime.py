@@ -8,6 +8,7 @@ calls through the `Billing` it hands to model adapters.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -88,13 +89,13 @@ class Execution:
     __slots__ = (
         "_channels",
         "_prefix",
+        "_root",
         "_stream",
         "harness",
         "layers",
         "ledger",
         "recorder",
         "resource_id",
-        "root",
         "thread_id",
         "trace_content",
         "tracer",
@@ -116,17 +117,32 @@ class Execution:
         self.thread_id = thread_id
         self.resource_id = resource_id
         self.turn_id = turn_id
-        self.root: Context | None = None
+        self._root: weakref.ref[Context] | None = None
         #: The step ledger and the recorder persisting it; None without a checkpoint store.
         self.ledger: StepLedger | None = None
         self.recorder: Recorder | None = None
         #: The layer lifecycle of this execution (init, teardown, children, cancel, state
         #: export/import for checkpoints).
-        self.layers = LayerRuntime(self)
+        self.layers = LayerRuntime(harness)
         #: The OpenTelemetry tracer of this execution; None when nothing records (`noetic.tracing`).
         self.tracer = harness._tracing.tracer()
         self.trace_content = harness._tracing.content
         self._channels: ChannelStore | None = None
+
+    @property
+    def root(self) -> Context | None:
+        """The root context of this execution (None before the harness sets it).
+
+        Held weakly: every context holds its execution, so a strong reference back would make
+        each finished turn a reference cycle only the cyclic GC frees. Whoever can reach this
+        execution does so through one of its contexts, whose parent chain keeps the root alive.
+        """
+        ref = self._root
+        return None if ref is None else ref()
+
+    @root.setter
+    def root(self, ctx: Context | None) -> None:
+        self._root = None if ctx is None else weakref.ref(ctx)
 
     @property
     def channels(self) -> ChannelStore:

@@ -19,6 +19,7 @@ import inspect
 import math
 import operator
 import time
+import weakref
 from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
@@ -409,13 +410,13 @@ class LayerFrame:
 
     __slots__ = (
         "_closed",
+        "_ctx",
         "_handles",
         "_hooked",
         "_index",
         "_teardown",
         "_tools",
         "by_id",
-        "ctx",
         "entries",
         "merge_lock",
         "outer",
@@ -431,7 +432,7 @@ class LayerFrame:
         owned: Sequence[LayerEntry],
         outer: LayerFrame | None = None,
     ):
-        self.ctx = ctx
+        self._ctx = weakref.ref(ctx)
         self.entries = tuple(entries)
         self.by_id = {e.id: e for e in self.entries}
         self.owned = tuple(owned)
@@ -441,9 +442,22 @@ class LayerFrame:
         self._teardown: anyio.Event | None = None
         self._closed = False
         self._tools: dict[str, Tool] | None = None
-        self._handles: LayerHandles | None = None
+        #: `handles`, held weakly (the handles hold this frame; `ctx.context` keeps them alive).
+        self._handles: weakref.ref[LayerHandles] | None = None
         self._hooked: dict[str, tuple[LayerEntry, ...]] = {}
         self._index: Mapping[str, tuple[int, ...]] | None = None
+
+    @property
+    def ctx(self) -> Context:
+        """The context this frame is on.
+
+        Held weakly: the context holds its frames (`_layers`, `context`), so a strong reference
+        back would leave every turn with layers as a cycle only the cyclic GC frees. A frame is
+        only reached through its context (or its execution, which a live context keeps).
+        """
+        ctx = self._ctx()
+        assert ctx is not None, "a layer frame outlived its context"
+        return ctx
 
     def get(self, layer_id: str) -> LayerEntry | None:
         """The active entry of `layer_id`, or None."""
@@ -478,11 +492,13 @@ class LayerFrame:
     @property
     def handles(self) -> LayerHandles:
         """`ctx.context` for this frame: a handle per active layer."""
-        if self._handles is None:
+        handles = None if self._handles is None else self._handles()
+        if handles is None:
             from noetic.layers.provides import LayerHandles
 
-            self._handles = LayerHandles(self)
-        return self._handles
+            handles = LayerHandles(self)
+            self._handles = weakref.ref(handles)
+        return handles
 
     def tools(self) -> dict[str, Tool]:
         """The model tools the active layers provide, by name (`"{layer_id}/{fn}"`)."""

@@ -117,22 +117,22 @@ class LayerHandle(Mapping[str, Any]):
 
 
 class LayerHandles(Mapping[str, LayerHandle]):
-    """`ctx.context`: a `LayerHandle` per active layer of a frame, by layer id."""
+    """`ctx.context`: a `LayerHandle` per active layer of a frame, by layer id.
 
-    __slots__ = ("_cache", "_frame")
+    A handle is built on each lookup rather than cached here: it holds its context, which holds
+    these handles, so a cache would make a reference cycle of every turn that reads one (GC-1).
+    """
+
+    __slots__ = ("__weakref__", "_frame")
 
     def __init__(self, frame: LayerFrame):
         self._frame = frame
-        self._cache: dict[str, LayerHandle] = {}
 
     def __getitem__(self, layer_id: str) -> LayerHandle:
-        handle = self._cache.get(layer_id)
-        if handle is None:
-            entry = self._frame.get(layer_id)
-            if entry is None:
-                raise KeyError(layer_id)
-            handle = self._cache[layer_id] = LayerHandle(entry, self._frame.ctx)
-        return handle
+        entry = self._frame.get(layer_id)
+        if entry is None:
+            raise KeyError(layer_id)
+        return LayerHandle(entry, self._frame.ctx)
 
     def __iter__(self) -> Iterator[str]:
         return iter([e.id for e in self._frame.active()])

@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from noetic.layers.contract import Outcome
     from noetic.layers.memory import LayerMemory
     from noetic.layers.storage import LayerStateStore
-    from noetic.runtime import Execution
 
 __all__ = ["ChildLayers", "LayerRuntime"]
 
@@ -204,19 +203,16 @@ class ChildLayers:
 class LayerRuntime:
     """The layers of one root execution; see the module docstring."""
 
-    __slots__ = ("_imported", "_spawned", "execution", "root")
+    __slots__ = ("_imported", "_spawned", "harness", "root")
 
-    def __init__(self, execution: Execution):
-        self.execution = execution
+    def __init__(self, harness: AgentHarness):
+        #: The harness the execution runs on (held rather than the execution itself, which
+        #: holds this runtime: no reference cycle for the cyclic GC to find when a turn ends).
+        self.harness = harness
         self.root: LayerFrame | None = None
         self._imported: Mapping[str, Any] | None = None
         #: The running spawn children by parent context id, for `on_parent_update`.
         self._spawned: dict[str, list[ChildLayers]] = {}
-
-    @property
-    def harness(self) -> AgentHarness:
-        """The harness the execution runs on."""
-        return self.execution.harness
 
     @property
     def store(self) -> LayerStateStore:
