@@ -31,10 +31,10 @@ DEFERRED = (
     "noetic.layers.pipelines",
     "noetic.custom_items",  # custom items: only a program that declares one needs them
     "pydantic.functional_serializers",  # (their wire form is a pydantic model serializer)
-    "noetic.snapshots",
+    "noetic.snapshots",  # in-progress message snapshots: only item streams make them
     "noetic.usage_reports",  # totals, step metadata, the layer-usage snapshot: defined when read
     "pydantic.type_adapter",  # validators of plain types and of the item union, made when used
-    "anyio.to_thread",  # worker threads, for tools and code steps declared to run in one  # in-progress message snapshots: only item streams make them
+    "anyio.to_thread",  # worker threads, for tools and code steps declared to run in one
     "noetic.steps.loop",  # the steps besides call_model, imported when a program names one
     "noetic.steps.decide",
     "noetic.steps.parallel",

@@ -175,6 +175,25 @@ def test_an_item_log_unpacks_once_on_its_first_read_or_append() -> None:
         assert log.items[0] is first
 
 
+class _FailsOnce(_Held):
+    """A `PackedItems` whose first unpack fails (a decoding error)."""
+
+    def unpack(self) -> list[Item]:
+        if self.unpacked == 0:
+            self.unpacked += 1
+            raise ValueError("truncated")
+        return super().unpack()
+
+
+def test_an_unpack_that_fails_keeps_the_items_packed_for_the_next_read() -> None:
+    first = user_message("one")
+    log = ItemLog([first])
+    log.pack(_FailsOnce([first]))
+    with pytest.raises(ValueError):
+        list(log.items)
+    assert [item.id for item in log.items] == [first.id]  # nothing lost: the next read has them
+
+
 class _Refuses:
     """An output whose own reduction fails with an error pickle does not know."""
 

@@ -132,7 +132,7 @@ def test_run_with_an_unknown_scripted_model_fails_instead_of_echoing(tmp_path: P
     ],
 )
 async def test_a_storage_string_without_scheme_slashes_says_what_url_was_meant(
-    tmp_path: Path, storage: str, suggestion: str
+    storage: str, suggestion: str
 ) -> None:
     with pytest.raises(nt.NoeticConfigError) as caught:
         async with nt.AgentHarness("o", agent_graph=nt.run_code("s", lambda x: x), storage=storage) as h:

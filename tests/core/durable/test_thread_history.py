@@ -126,6 +126,14 @@ async def test_hs_4_delete_thread_history_starts_the_thread_over(storage: Storag
         assert _texts(response.items) == ["and now?", "reply-1"]
 
 
+async def test_hs_4_delete_thread_history_drops_the_last_response_kept_in_memory(storage: Storage) -> None:
+    async with _harness(storage.spec()) as h:
+        await h.run("my name is Ada", thread_id="ada")
+        await h.delete_thread_history("ada")
+        with pytest.raises(nt.NoeticConfigError):  # its last response went with its history
+            await h.get_agent_response(thread_id="ada")
+
+
 async def test_hs_4_delete_thread_history_refuses_while_a_turn_runs() -> None:
     store = MemoryCheckpointStore()
     started, release = anyio.Event(), anyio.Event()
@@ -281,6 +289,25 @@ async def test_hs_3_a_version_2_start_record_with_its_history_inline_still_resum
         assert _texts(again.items) == ["first", "reply-1", "second", "reply-2"]
         response = await h.run("third", thread_id="th")  # the thread goes on from that log
         assert response.text == "reply-3"
+
+
+async def test_hs_3_a_version_2_start_record_naming_a_point_as_well_is_refused(storage: Storage) -> None:
+    async with _harness(storage.spec()) as h:
+        await h.run("first", thread_id="th", execution_id="e0")
+
+    store = storage.open()
+    try:  # inline items beside the point: which one is the history?
+        start = json.loads((await store.get_many([start_key("e0")]))[start_key("e0")])
+        point = point_of(start["history"])
+        assert point is not None
+        start.update(v=2, items=dump_items(await load_point(store, "th", point, {}, owner=start_key("e0"))))
+        await store.write({start_key("e0"): json.dumps(start)})
+    finally:
+        await store.aclose()
+    async with _harness(storage.spec()) as h:
+        with pytest.raises(nt.NoeticError) as err:
+            await h.resume("e0")
+    assert err.value.code == "CHECKPOINT_CORRUPT"
 
 
 # --- forks ----------------------------------------------------------------------------------

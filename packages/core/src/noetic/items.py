@@ -403,9 +403,10 @@ class ItemLog:
         packed = self._packed
         if packed is None:
             return
+        items = packed.unpack()  # first: if it raised, the log would otherwise stay empty
         self._packed = None
         self._view._log = None
-        self._items.extend(packed.unpack())
+        self._items.extend(items)
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._id_set()

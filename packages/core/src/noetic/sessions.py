@@ -436,7 +436,8 @@ class SessionTable:
             raise NoeticError(
                 "THREAD_BUSY",
                 f"thread {thread_id!r} has a turn running or queued (or its history is being saved); "
-                "wait for it to finish (await harness.wait_background()), then delete its history",
+                "wait for the turn to end (or abort it) and for the harness's background writes "
+                "(await harness.wait_background()), then delete its history",
                 thread_id=thread_id,
             )
 
@@ -448,6 +449,8 @@ class SessionTable:
         session = self._live.get(thread_id)
         if session is not None:
             session.log = ItemLog()
+            session.packed = None
+            session.last_response = None
             session.stored = session.chain = (session.log, EMPTY)  # as good as no record at all
             session.restore_pending = False
 
@@ -589,7 +592,7 @@ def _load_history(
         raise _damaged(key, thread_id, f"it belongs to thread {record['thread_id']!r}")
     if record["v"] == HISTORY_VERSION:
         point = point_of(record.get("history"))
-        if point is None or "items" in record:
+        if point is None:
             raise _damaged(key, thread_id, "it does not name a point of the thread's stored history")
         return [], point
     if "items" not in record:

@@ -333,7 +333,8 @@ async def load_snapshot(
     try:
         start = StartRecord.model_validate(raw_start)
         point = point_of(start.history)
-        if (start.v == 2) != (start.items is not None) or (start.v == 3 and point is None):
+        inline = start.v == 2 and start.items is not None and start.history is None
+        if not inline and (start.v == 2 or start.items is not None or point is None):
             raise ValueError("its item log is neither inline nor a stored-history point")
         items = load_items(start.items, declarations) if start.items is not None else []
     except (ValidationError, NoeticError, ValueError, TypeError) as exc:

@@ -346,7 +346,7 @@ def sqlite_store_from_url(url: str) -> SqliteCheckpointStore:
     `sqlite:///:memory:`; `?busy_timeout=seconds` sets the busy timeout and
     `?synchronous=normal` trades the flush of every commit for speed (see the module docstring).
 
-    Each option is given at most once, with a value; anything else is `UNKNOWN_CHECKPOINT_STORE`
+    Each option has a value and is never given twice with different values; anything else is `UNKNOWN_CHECKPOINT_STORE`
     naming the option and what it accepts.
     """
     parts = urlsplit(url)

@@ -26,6 +26,10 @@ __all__ = ["MAX_MEMOIZED_ITEMS", "MAX_MEMOIZED_SPLITS", "LayerMemory", "RecallCa
 
 #: Summaries remembered per harness before the memory starts over.
 MAX_SUMMARIES = 1000
+#: Token estimates (and string renders) kept before the memo starts over.
+MAX_MEMOIZED_ITEMS = 100_000
+#: Budget splits (and hook tables) kept before the memo starts over.
+MAX_MEMOIZED_SPLITS = 1_000
 
 
 class RecallCache:
@@ -181,12 +185,6 @@ class LayerMemory:
                 self.tokens.clear()
             count = self.tokens[item.id] = estimate_item_tokens(item)
         return count
-
-
-#: Token estimates (and string renders) kept before the memo starts over.
-MAX_MEMOIZED_ITEMS = 100_000
-#: Budget splits (and hook tables) kept before the memo starts over.
-MAX_MEMOIZED_SPLITS = 1_000
 
 
 class SummaryMemory:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.steps.base import Step, check_in_thread, takes_ctx
 
@@ -89,6 +88,8 @@ class RunCode(Step):
 
     async def _attempt(self, input: Any, ctx: Context) -> Any:
         if self.in_thread:
+            import anyio.to_thread  # here: only programs with a threaded step load worker threads
+
             args = (input, ctx) if self._with_ctx else (input,)
             return await anyio.to_thread.run_sync(self.execute, *args, abandon_on_cancel=True)
         # Here rather than at the top: `import noetic` does not load the custom-item machinery.

@@ -14,9 +14,9 @@ Everything a run holds at once was made by its expressions (besides its input an
 models and tools return), so the total they allocated is also a bound on what it can keep
 alive, however many fan-out paths or loops keep their values. The items a node emits stay in
 the thread after the run, so each one is charged too: its JSON size and `ITEM_BYTES` for the
-item that carries it. A breach is sticky: once over,
-every later charge raises again, so a fan-out that settles cannot run
-on past it, and `WorkflowStep` raises it at the end even when a node swallowed it.
+item that carries it. A breach is sticky: once over, every later charge raises again, so a
+fan-out that settles cannot run on past it, and `WorkflowStep` raises it at the end even when
+a node swallowed it.
 
 The budget travels in a context variable, so parallel paths (tasks that copy the context)
 count into the same one. A breach deep inside a fan-out reaches the enclosing `inParallel` as
@@ -38,9 +38,9 @@ from noetic.workflows.limits import WorkflowLimits
 
 __all__ = [
     "RunBudget",
-    "count_iteration",
     "charge_evaluation",
     "charge_kept_item",
+    "count_iteration",
     "count_paths",
     "counted_iterations",
     "reraise_breach",
