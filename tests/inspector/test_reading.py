@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import noetic as nt
+import pytest
+from noetic.durable import MemoryCheckpointStore
 from noetic.durable.trace import StepTrace
-from noetic_inspector.reading import _in_start_order
+from noetic.testing import ScriptedModel
+from noetic_inspector.reading import _in_start_order, list_executions, load_execution
 
 
 def _row(path: str, completed_at: str, duration_ms: float) -> StepTrace:
@@ -39,3 +45,34 @@ def test_a_parent_comes_before_a_child_whose_clock_reading_puts_it_first() -> No
         "/agent#0/answer#0",
         "/done#0",
     ]
+
+
+class _CountingStore(MemoryCheckpointStore):
+    """A memory store that counts the history pieces it hands out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pieces_read = 0
+
+    async def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        self.pieces_read += sum(":items:" in key for key in keys)
+        return await super().get_many(keys)
+
+
+@pytest.mark.anyio
+async def test_the_execution_list_of_a_long_thread_reads_no_history_piece() -> None:
+    """Each execution names a point of its thread's stored history (HS-1); a list of 30 turns
+    of one thread reading that history once per execution would grow with the square."""
+    store = _CountingStore()
+    async with nt.AgentHarness(
+        "t", agent_graph=nt.call_model("m"), model=ScriptedModel.echo(), storage=store
+    ) as h:
+        for turn in range(30):
+            await h.run(f"turn {turn}", thread_id="th", execution_id=f"e{turn:02d}")
+    store.pieces_read = 0
+    listed = await list_executions(store)
+    assert sorted(summary.execution_id for summary in listed) == [f"e{turn:02d}" for turn in range(30)]
+    assert {summary.status for summary in listed} != {"damaged"}
+    assert store.pieces_read == 0
+    detail = await load_execution(store, "e29")  # one execution's page still reads it, checked
+    assert detail is not None and store.pieces_read > 0

@@ -244,7 +244,7 @@ async def list_executions(store: ReadOnlyStore) -> list[ExecutionSummary]:
     found: list[ExecutionSummary] = []
     for execution_id in await execution_ids(store):
         try:
-            snap = await load_snapshot(store, execution_id, {})
+            snap = await load_snapshot(store, execution_id, {}, history=False)  # a summary
             if snap is None:
                 continue
             rows = _latest_per_path(await load_trace(store, execution_id))

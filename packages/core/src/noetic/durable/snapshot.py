@@ -309,10 +309,13 @@ async def import_layers(run: Execution, data: Any) -> None:
 
 
 async def load_snapshot(
-    store: CheckpointStore, execution_id: str, declarations: Declarations
+    store: CheckpointStore, execution_id: str, declarations: Declarations, *, history: bool = True
 ) -> ExecutionSnapshot | None:
     """The execution read back from its start record and snapshot, or None when it has no
-    snapshot (RS-14); see the module docstring for what raises."""
+    snapshot (RS-14); see the module docstring for what raises.
+
+    `history=False` leaves a stored history unread (its `items` are then empty): a summary of
+    many executions of one thread would otherwise read the thread's history once for each."""
     skey, begin = snapshot_key(execution_id), start_key(execution_id)
     keys = [skey, *await store.list_prefix(begin)]
     rows = await store.get_many(keys)
@@ -344,11 +347,12 @@ async def load_snapshot(
     for record, key in ((snap, skey), (start, begin)):
         if record.execution_id != execution_id:
             raise corrupt(key, f"it belongs to execution {record.execution_id!r}", execution_id=execution_id)
-    if point is not None:  # HS-2: the thread's stored history up to the point, checked
+    if point is not None and history:  # HS-2: the thread's stored history up to the point, checked
         items = await load_point(
             store, start.thread_id, point, declarations, owner=begin, execution_id=execution_id
         )
-    if start.first_item > len(items):
+    known = point.count if point is not None and not history else len(items)
+    if start.first_item > known:
         raise corrupt(begin, "first_item points past its item log", execution_id=execution_id)
     return ExecutionSnapshot(
         execution_id=execution_id,
