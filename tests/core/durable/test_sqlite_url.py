@@ -76,7 +76,6 @@ async def test_a_harness_given_a_bad_url_stops_its_first_turn(tmp_path: Path) ->
 
 
 def test_noetic_inspect_refuses_a_bad_url_in_one_line(tmp_path: Path) -> None:
-    pytest.importorskip("noetic_inspector")
     sqlite3.connect(tmp_path / "runs.db").close()  # the inspector opens existing files only
     noetic = shutil.which("noetic", path=str(Path(sys.executable).parent))
     assert noetic is not None

@@ -7,15 +7,10 @@ unbounded (a run that never ends, memory that grows with the iterations), not a 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
-
-pytestmark = pytest.mark.skipif(not hasattr(os, "wait4"), reason="needs os.wait4 (POSIX)")
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 LAUNCHER = Path(__file__).resolve().parent / "peak_rss.py"
