@@ -53,6 +53,29 @@ def test_frozen_records_compare_hash_and_show_their_fields_in_declaration_order(
     assert Point(1) != (1, 0)  # only a record of the same class is equal
 
 
+class One(FrozenRecord):
+    """A record of one field."""
+
+    __slots__ = ("x",)
+    x: int
+
+    def __init__(self, x: int) -> None:
+        set_field(self, "x", x)
+
+
+class Nothing(FrozenRecord):
+    """A record of no field."""
+
+    __slots__ = ()
+
+
+def test_records_of_one_field_and_of_none_compare_and_hash_as_values() -> None:
+    assert One(1) == One(1) and One(1) != One(2) and hash(One(1)) == hash(One(1))
+    assert One(1) != 1  # not its bare value
+    assert Nothing() == Nothing() and hash(Nothing()) == hash(Nothing())
+    assert Box(1, "a") == Box(1, "b") and Box(1) != Box(2)  # a hidden field is left out
+
+
 def test_frozen_records_refuse_assignment_and_deletion() -> None:
     point = Point(1)
     with pytest.raises(FrozenInstanceError, match="'y'"):

@@ -26,13 +26,25 @@ other code), and inherits equality, hashing, `repr`, immutability, copying and p
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import FrozenInstanceError
+from operator import attrgetter
 from typing import Any, ClassVar
 
 __all__ = ["FrozenRecord", "Record", "set_field"]
 
 #: How a record's `__init__` writes a field past a frozen `__setattr__`.
 set_field = object.__setattr__
+
+
+def _values_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function from a record to the tuple of its fields `names`."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])
+        return lambda record: (one(record),)
+    return lambda record: ()
 
 
 class Record:
@@ -47,6 +59,9 @@ class Record:
     #: (set for each subclass).
     _compared: ClassVar[tuple[str, ...]] = ()
     _init_fields: ClassVar[tuple[str, ...]] = ()
+    #: A record's compared values as one tuple (an `attrgetter`: records are compared and
+    #: hashed on hot paths, such as budget memo keys, where a Python loop costs 3x as much).
+    _values_of: ClassVar[Callable[[Any], tuple[Any, ...]]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -55,13 +70,11 @@ class Record:
             raise TypeError(f"{cls.__qualname__}: annotate every field of __slots__ in the class body")
         cls._init_fields = tuple(name for name in fields if name not in cls._derived)
         cls._compared = tuple(name for name in cls._init_fields if name not in cls._hidden)
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self._compared)
+        cls._values_of = staticmethod(_values_getter(cls._compared))
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return self._values() == other._values()
+            return type(self)._values_of(self) == type(other)._values_of(other)
         return NotImplemented
 
     __hash__: ClassVar[None] = None  # type: ignore[assignment]
@@ -80,7 +93,7 @@ class FrozenRecord(Record):
     __slots__ = ()
 
     def __hash__(self) -> int:  # type: ignore[override]
-        return hash(self._values())
+        return hash(type(self)._values_of(self))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
