@@ -3,6 +3,7 @@ hosts and writes, the live push endpoint, and the `noetic inspect` command as a 
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -191,6 +192,9 @@ async def test_the_live_push_takes_only_bounded_json_arrays() -> None:
     assert good.json() == {"accepted": 1}
 
 
+BATCH = Path(__file__).resolve().parents[2] / "examples" / "batch.json"
+
+
 def _inspect(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     noetic = shutil.which("noetic", path=str(Path(sys.executable).parent))
     assert noetic is not None
@@ -207,6 +211,43 @@ def test_noetic_inspect_refuses_a_public_host_and_a_missing_store(tmp_path: Path
     assert missing.returncode == 2 and "INSPECTOR_STORE_MISSING" in missing.stderr
     assert invalid.returncode == 2 and "Traceback" not in invalid.stderr
     assert not (tmp_path / "runs.db").exists()
+
+
+def test_noetic_inspect_port_errors_are_one_line_and_nothing_is_announced(tmp_path: Path) -> None:
+    """A port out of range or already in use ends with status 2 and one line, never a traceback,
+    and the command never claims to serve an address it could not bind."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = _inspect("--workflow", str(BATCH), "--port", str(taken.getsockname()[1]), cwd=tmp_path)
+    high = _inspect("--workflow", str(BATCH), "--port", "99999", cwd=tmp_path)
+    negative = _inspect("--workflow", str(BATCH), "--port", "-5", cwd=tmp_path)
+    for ran in (busy, high, negative):
+        assert ran.returncode == 2 and "Traceback" not in ran.stderr and "serving on" not in ran.stdout
+    assert "cannot listen on 127.0.0.1:" in busy.stderr and "in use" in busy.stderr
+    assert "'99999' is not a port" in high.stderr and "'-5' is not a port" in negative.stderr
+
+
+def test_noetic_inspect_port_0_prints_the_port_it_serves(tmp_path: Path) -> None:
+    noetic = shutil.which("noetic", path=str(Path(sys.executable).parent))
+    assert noetic is not None
+    process = subprocess.Popen(
+        [noetic, "inspect", "--workflow", str(BATCH), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert process.stdout is not None
+        announced = process.stdout.readline()
+        match = re.search(r"serving on (http://127\.0\.0\.1:(\d+)/)", announced)
+        assert match is not None and match.group(2) != "0", announced
+        graph = httpx.get(match.group(1) + "api/workflow", timeout=10)
+        assert graph.status_code == 200 and graph.json()["nodes"]
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
 
 
 def test_noetic_inspect_serves_the_store(written: Any, server_type: Any) -> None:
