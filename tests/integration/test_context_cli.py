@@ -72,6 +72,13 @@ def test_layers_scratchpad_has_its_row(project: Path) -> None:
     assert any(row[:2] == ["scratchpad", "0"] for row in rows), result.stdout
 
 
+def test_layers_naming_no_layer_is_refused(project: Path) -> None:
+    """`--layers ',,'` would silently run without the layers the user meant to see."""
+    result = noetic(project, "myagent:agent", "--layers", ",, ,", "--input", "hi")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "names no layer" in result.stderr and result.stdout == ""
+
+
 def test_a_document_naming_a_model_runs_offline(tmp_path: Path) -> None:
     """Issue 13, points 6 and 7: without `--model` a document is shown offline, whatever its
     nodes name."""

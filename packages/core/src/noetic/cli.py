@@ -76,12 +76,19 @@ def _context(args: argparse.Namespace) -> int:
     """Show how a model call spent its context window, per layer (run a target or read a snapshot)."""
     from noetic.layers.command import context_command
 
+    names = [name.strip() for name in (args.layers or "").split(",") if name.strip()]
+    if args.layers is not None and not names:
+        print(
+            f"noetic context: --layers {args.layers!r} names no layer (e.g. --layers scratchpad)",
+            file=sys.stderr,
+        )
+        return 2
     return context_command(
         target=args.target,
         snapshot=args.snapshot,
         input=args.input or "",
         model=args.model,
-        layers=[name for name in (args.layers or "").split(",") if name.strip()],
+        layers=names,
         thread=args.thread,
         as_json=args.json,
         out=sys.stdout,
