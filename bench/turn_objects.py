@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import worker  # noqa: E402 - after the path it is found on
+import worker  # found on the path set above
 
 
 def census() -> collections.Counter[str]:
