@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import noetic as nt
 import pytest
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem, OutputText
@@ -118,3 +119,36 @@ async def test_gc_2_a_packed_idle_thread_keeps_six_objects() -> None:
 
 async def test_gc_2_an_unpacked_idle_thread_keeps_only_its_history_and_response() -> None:
     assert await thread_cost(50, hot_sessions=None) <= HOT_SESSION
+
+
+class GatedModel:
+    """Answers each request with its last user text, once `gate` is set; records what it saw."""
+
+    model_id = "gated"
+
+    def __init__(self) -> None:
+        self.gate = anyio.Event()
+        self.seen: list[str] = []
+
+    async def stream(self, request: ModelRequest, *, cancel: AbortSignal) -> AsyncIterator[ModelEvent]:
+        await self.gate.wait()
+        text = "".join(part.text for part in request.items[-1].content)  # type: ignore[union-attr]
+        self.seen.append(text)
+        message = MessageItem(role="assistant", content=[OutputText(text=text)])
+        yield ModelResponse(items=(message,), usage=_USAGE, model_id=self.model_id)
+
+
+async def test_gc_2_an_input_withdrawn_from_the_queue_never_runs_and_the_thread_goes_on() -> None:
+    model = GatedModel()
+    graph = nt.call_model("echo")
+    async with nt.AgentHarness("queue", agent_graph=graph, model=model) as h:
+        await h.execute("first", thread_id="t")
+        for _ in range(5):  # the first turn starts and waits in the model
+            await anyio.lowlevel.checkpoint()
+        with pytest.raises(RuntimeError):
+            async with h.stream("second", thread_id="t"):
+                raise RuntimeError("the caller leaves before its turn starts")
+        model.gate.set()
+        assert (await h.get_agent_response(thread_id="t")).text == "first"
+        assert (await h.run("third", thread_id="t")).text == "third"
+    assert model.seen == ["first", "third"]
