@@ -152,3 +152,15 @@ async def test_gc_2_an_input_withdrawn_from_the_queue_never_runs_and_the_thread_
         assert (await h.get_agent_response(thread_id="t")).text == "first"
         assert (await h.run("third", thread_id="t")).text == "third"
     assert model.seen == ["first", "third"]
+
+
+async def test_gc_2_a_run_cancelled_while_it_waits_to_start_queues_nothing() -> None:
+    model = GatedModel()
+    model.gate.set()
+    async with nt.AgentHarness("cancel", agent_graph=nt.call_model("echo"), model=model) as h:
+        with anyio.CancelScope() as scope:
+            scope.cancel()  # delivered at the first wait: the pass before the input is queued
+            await h.run("never", thread_id="t")
+        assert scope.cancelled_caught
+        assert (await h.run("later", thread_id="t")).text == "later"
+    assert model.seen == ["later"]  # "never" was not queued: the model never saw it
