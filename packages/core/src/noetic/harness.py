@@ -22,8 +22,7 @@ from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-# `anyio.lowlevel` (a checkpoint) is only reached inside a running event loop, whose backend
-# has imported it by then; `import noetic` leaves it (and `anyio.abc`) unloaded.
+# `import noetic` leaves `anyio.abc` unloaded (it is needed for type checking only).
 import anyio
 
 from noetic.channels import Channel, ChannelHandle, ChannelHub
@@ -51,7 +50,6 @@ from noetic.usage import RoundUsage
 
 if TYPE_CHECKING:
     import anyio.abc
-    import anyio.lowlevel
     from opentelemetry.context import Context as OtelContext
     from opentelemetry.trace import TracerProvider
 

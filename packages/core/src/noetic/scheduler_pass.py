@@ -20,7 +20,8 @@ equivalent for the event loop the harness runs on:
   anyio calls on trio), without anyio's two wrappers.
 - anything else (and before the harness has started): `anyio.lowlevel.checkpoint`.
 
-Nothing here imports `anyio.lowlevel` or trio: the running event loop's backend has by then.
+Importing this module imports neither `anyio.lowlevel` nor trio (`import noetic` stays
+light); they are looked up when a harness starts, on an event loop that has loaded them.
 """
 
 from __future__ import annotations
