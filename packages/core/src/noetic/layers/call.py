@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Collection, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -46,7 +45,7 @@ from noetic.layers.frame import (
 )
 from noetic.layers.overflow import summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
-from noetic.layers.usage import layered_usage, with_layers
+from noetic.layers.usage import LazyUsage, with_layers
 from noetic.layers.view import assemble_view, strip_orphans
 from noetic.tokens import estimate_text
 
@@ -341,12 +340,12 @@ class LayeredCall:
 
     def usage_later(
         self, execution_id: str, model_id: str, instructions: str | None, tools: Sequence[ToolDefinition]
-    ) -> Callable[[], LastLayerUsage]:
+    ) -> LazyUsage:
         """`usage` of the step's window, measured only when called: most runs never read it.
         It keeps the banded layer part and a count, not this call (nor its context)."""
         assert self.banded is not None
-        return partial(
-            layered_usage, execution_id, model_id, instructions, tools, self._history_tokens, self.banded
+        return LazyUsage.of_layers(
+            execution_id, model_id, instructions, tools, self._history_tokens, self.banded
         )
 
     async def store(self, result: CallResult) -> None:

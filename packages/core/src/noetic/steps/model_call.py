@@ -36,7 +36,7 @@ from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, Message
 from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
 from noetic.layers.contract import CallResult
 from noetic.layers.layer_set import LayerSet
-from noetic.layers.usage import window_usage
+from noetic.layers.usage import LazyUsage, window_usage
 from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import OutT, Step
@@ -242,9 +242,9 @@ class CallModel(Step[OutT]):
             _step_meta, self.id, self.kind, tuple(calls), rounds, float(cost), float(billed), response_items
         )
         if layered is None:
-            # measured only if someone reads it; the closure keeps the view, not the context
-            ctx.last_layer_usage = partial(
-                window_usage, ctx.id, adapter.model_id, instructions, definitions, request.items
+            # measured only if someone reads it; it keeps the view, not the context
+            ctx.last_layer_usage = LazyUsage.of_window(
+                ctx.id, adapter.model_id, instructions, definitions, request.items
             )
             return self._final_output(response_items, parsed)
         # the history bucket is the layered view's; measured only if someone reads it, or now
