@@ -80,7 +80,10 @@ async def test_a_packed_session_holds_its_history_as_bytes_only() -> None:
         session = h._sessions._live["a"]
         assert session.packed is not None
         assert list(session.log._items) == [] and session._last_response is None
-        reachable = gc.get_referents(session.packed)
+        packed = session.packed
+        # beside the bytes, only what every turn of the step shares: model id, instructions, tools
+        assert packed.usage_shared == ("scripted:echo", None, ())
+        reachable = [obj for obj in gc.get_referents(packed) if obj is not packed.usage_shared]
         assert any(isinstance(obj, bytes) for obj in reachable)
         assert not any(isinstance(obj, tuple | list) for obj in reachable)
 
@@ -325,7 +328,10 @@ async def test_what_a_packed_session_keeps_beside_its_bytes_pins_no_item_of_its_
     model = ScriptedModel(default=_plays_the_tool_round)
     async with _tool_harness([], model, hot_sessions=0) as h:
         response = await h.run("add 2 and 3", thread_id="a")
-        assert h._sessions._live["a"].packed is not None
+        await h.run("add 2 and 3", thread_id="b")
+        packed_a, packed_b = h._sessions._live["a"].packed, h._sessions._live["b"].packed
+        assert packed_a is not None and packed_b is not None
+        assert packed_a.usage_shared is packed_b.usage_shared  # one tuple for every turn of the step
         originals = [weakref.ref(item) for item in response.items]
         del response
         model.calls.clear()  # the requests it recorded hold the items too
@@ -345,3 +351,23 @@ async def test_a_durable_layered_threads_packed_usage_reads_back_equal(tmp_path:
         assert _packed(h) == {"a"}
         again = await h.get_agent_response(thread_id="a")
         assert _dumped(again.last_layer_usage) == _dumped(first.last_layer_usage)
+
+
+async def test_turns_with_their_own_instructions_keep_their_own_usage_when_packed() -> None:
+    """The parts a step's turns share are shared only while equal: instructions made per
+    thread give each packed thread the system bucket of its own instructions."""
+    graph = nt.call_model(
+        "answer", instructions=lambda ctx: "be brief. " * (1 + 20 * (ctx.thread_id == "long"))
+    )
+    async with nt.AgentHarness("t", agent_graph=graph, model=ScriptedModel.echo(), hot_sessions=0) as h:
+        short = await h.run("hello", thread_id="short")
+        long = await h.run("hello", thread_id="long")
+        assert _packed(h) == {"short", "long"}
+        short_again = await h.get_agent_response(thread_id="short")
+        long_again = await h.get_agent_response(thread_id="long")
+        assert _dumped(short_again.last_layer_usage) == _dumped(short.last_layer_usage)
+        assert _dumped(long_again.last_layer_usage) == _dumped(long.last_layer_usage)
+        assert (
+            long_again.last_layer_usage.system_prompt_tokens
+            > short_again.last_layer_usage.system_prompt_tokens
+        )

@@ -47,15 +47,18 @@ __all__ = ["PackedSession", "pack"]
 class PackedSession:
     """A packed session's items and last response as bytes (`count` items); `unpack` (called
     by the log's first read) hands the response back to the session and returns the items.
-    `usage` is the shared part of the response's unread layer usage, if it has one."""
+    `usage_measure` and `usage_shared` are the response's unread layer usage but its own
+    figures (None when it has none): references only, to what the harness holds anyway."""
 
-    __slots__ = ("_data", "_session", "count", "log", "usage")
+    __slots__ = ("_data", "_session", "count", "log", "usage_measure", "usage_shared")
 
     def __init__(self, session: _Session, data: bytes, count: int, usage: LazyUsage | None):
         self._session: _Session | None = session
         self._data = data
         self.count = count
-        self.usage = usage
+        # two references rather than a LazyUsage: no object of its own per packed session
+        self.usage_measure = None if usage is None else usage.measure
+        self.usage_shared = None if usage is None else usage.shared
         #: The log the items belong to (reading the session's response unpacks it).
         self.log: ItemLog = session.log
 
@@ -65,9 +68,10 @@ class PackedSession:
         assert session is not None  # a log unpacks once
         self._session = None
         items, response, usage_own = pickle.loads(self._data)
-        if self.usage is not None:
+        if self.usage_measure is not None and self.usage_shared is not None:
             cls, fields = response
-            response = cls(**fields, _layer_usage=self.usage.with_own(usage_own))
+            usage = LazyUsage(self.usage_measure, self.usage_shared, usage_own)
+            response = cls(**fields, _layer_usage=usage)
         session.packed = None
         session._last_response = response
         return list(items)
@@ -85,7 +89,7 @@ def pack(session: _Session) -> bool:
     usage_own: tuple[Any, ...] = ()
     if isinstance(usage, LazyUsage):  # its own figures go with the items, the rest stays
         usage = usage.settled()
-        usage_own, usage = usage.own, usage.with_own(())
+        usage_own = usage.own
         response = _fields_without_usage(response)
     else:
         usage = None

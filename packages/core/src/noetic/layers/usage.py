@@ -28,11 +28,13 @@ if TYPE_CHECKING:  # only a call with layers has a banded view: anchoring is loa
     from noetic.usage import EpochUsage
     from noetic.usage_reports import LastLayerUsage
 
-__all__ = ["LazyUsage", "layered_usage", "window_usage", "with_layers"]
+__all__ = ["CallParts", "LazyUsage", "layered_usage", "window_usage", "with_layers"]
 
 #: One layer's line of the snapshot, in plain values: its id, tokens, band, how it was served,
 #: whether its output changed, its churn rate and the tokens its changes would have re-billed.
 LayerRow = tuple[str, int, str, str, bool, float, int]
+#: What the calls of one step have in common: the model id, the instructions, the tool definitions.
+CallParts = tuple[str, str | None, tuple[ToolDefinition, ...]]
 
 
 def window_usage(
@@ -155,12 +157,12 @@ def _layered_from_rows(
 class LazyUsage:
     """A call's `LastLayerUsage`, measured when called (`measure(shared, own)`).
 
-    `shared` holds what the harness keeps anyway: the model id, the instructions, the tool
-    definitions (each tool's own, made once) and, for a layered call, the items its layers
-    rendered (from the recall cache). `own` holds the call's own figures: its execution id,
-    the history it measures (items of the thread's log) or their token count, and one row of
-    plain values per layer. `settled()` gives the form packing an idle session uses (SE-5):
-    `own` encoded with the log, `shared` kept as it is.
+    `shared` holds what the harness keeps anyway: the step's `CallParts` (one tuple for every
+    call of the step with the same model, instructions and tools) and, once settled, the items
+    a layered call's layers rendered (from the recall cache). `own` holds the call's own
+    figures: its execution id, the history it measures (items of the thread's log) or their
+    token count, and one row of plain values per layer. `settled()` gives the form packing an
+    idle session uses (SE-5): `own` encoded with the log, `shared` kept as it is.
     """
 
     __slots__ = ("measure", "own", "shared")
@@ -176,29 +178,16 @@ class LazyUsage:
         self.own = own
 
     @classmethod
-    def of_window(
-        cls,
-        execution_id: str,
-        model_id: str,
-        instructions: str | None,
-        tools: Sequence[ToolDefinition],
-        history: Sequence[Item],
-    ) -> LazyUsage:
+    def of_window(cls, parts: CallParts, execution_id: str, history: Sequence[Item]) -> LazyUsage:
         """The snapshot of a call without layers: `window_usage` of these, when read."""
-        return cls(_measure_window, (model_id, instructions, tools), (execution_id, history))
+        return cls(_measure_window, parts, (execution_id, history))
 
     @classmethod
     def of_layers(
-        cls,
-        execution_id: str,
-        model_id: str,
-        instructions: str | None,
-        tools: Sequence[ToolDefinition],
-        history_tokens: int,
-        banded: BandedView,
+        cls, parts: CallParts, execution_id: str, history_tokens: int, banded: BandedView
     ) -> LazyUsage:
         """The snapshot of a layered call: `layered_usage` of these, when read."""
-        return cls(_measure_banded, (model_id, instructions, tools), (execution_id, history_tokens, banded))
+        return cls(_measure_banded, parts, (execution_id, history_tokens, banded))
 
     def __call__(self) -> LastLayerUsage:
         return self.measure(self.shared, self.own)
@@ -214,10 +203,6 @@ class LazyUsage:
         return LazyUsage(
             _measure_rows, (*self.shared, items), (execution_id, history_tokens, rows, banded.epoch)
         )
-
-    def with_own(self, own: tuple[Any, ...]) -> LazyUsage:
-        """This snapshot measured from `own` instead (the call's figures read back)."""
-        return LazyUsage(self.measure, self.shared, own)
 
 
 def _measure_window(shared: tuple[Any, ...], own: tuple[Any, ...]) -> LastLayerUsage:
