@@ -13,6 +13,7 @@ import pytest
 from noetic.errors import NoeticConfigError
 from noetic.items import FunctionCallOutputItem, Item, ItemLog, item_text, user_message
 from noetic.layers import CallResult, ContextLayer, LayerContext
+from noetic.layers.usage import LazyUsage
 from noetic.model import ModelRequest
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 from noetic.usage_reports import LastLayerUsage
@@ -371,3 +372,16 @@ async def test_turns_with_their_own_instructions_keep_their_own_usage_when_packe
             long_again.last_layer_usage.system_prompt_tokens
             > short_again.last_layer_usage.system_prompt_tokens
         )
+
+
+async def test_a_layer_usage_that_cannot_be_settled_leaves_the_session_unpacked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuses(self: LazyUsage) -> LazyUsage:
+        raise ValueError("cannot convert float NaN to integer")  # a layer's figure gone wrong
+
+    monkeypatch.setattr(LazyUsage, "settled", refuses)
+    async with _tool_harness([_Fixed()], hot_sessions=0) as h:
+        first = await h.run("add 2 and 3", thread_id="a")
+        assert _packed(h) == set()
+        assert await h.get_agent_response(thread_id="a") is first

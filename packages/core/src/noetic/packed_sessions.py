@@ -87,16 +87,16 @@ def pack(session: _Session) -> bool:
     response: Any = session._last_response
     usage = None if response is None else response._layer_usage
     usage_own: tuple[Any, ...] = ()
-    if isinstance(usage, LazyUsage):  # its own figures go with the items, the rest stays
-        usage = usage.settled()
-        usage_own = usage.own
-        response = _fields_without_usage(response)
-    else:
-        usage = None
     try:
+        if isinstance(usage, LazyUsage):  # its own figures go with the items, the rest stays
+            usage = usage.settled()
+            usage_own = usage.own
+            response = _fields_without_usage(response)
+        else:
+            usage = None
         data = pickle.dumps((items, response, usage_own), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - pickle raises whatever an object's own reduction raises
-        return False  # and any failure only means: this session stays unpacked
+    except Exception:  # noqa: BLE001 - pickle raises whatever an object's own reduction raises,
+        return False  # settling a layer's figures whatever they hold: the session stays unpacked
     packed = PackedSession(session, data, len(items), usage)
     session._last_response = None
     session.packed = packed
