@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,13 @@ import anyio
 import noetic as nt
 import pytest
 from noetic.errors import NoeticConfigError
-from noetic.items import Item, ItemLog, item_text, user_message
-from noetic.testing import ScriptedModel
+from noetic.items import FunctionCallOutputItem, Item, ItemLog, item_text, user_message
+from noetic.layers import CallResult, ContextLayer, LayerContext
+from noetic.layers.usage import LazyUsage
+from noetic.model import ModelRequest
+from noetic.testing import ScriptedModel, text_reply, tool_call_reply
+from noetic.usage_reports import LastLayerUsage
+from pydantic import BaseModel
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +81,10 @@ async def test_a_packed_session_holds_its_history_as_bytes_only() -> None:
         session = h._sessions._live["a"]
         assert session.packed is not None
         assert list(session.log._items) == [] and session._last_response is None
-        reachable = gc.get_referents(session.packed)
+        packed = session.packed
+        # beside the bytes, only what every turn of the step shares: model id, instructions, tools
+        assert packed.usage_shared == ("scripted:echo", None, ())
+        reachable = [obj for obj in gc.get_referents(packed) if obj is not packed.usage_shared]
         assert any(isinstance(obj, bytes) for obj in reachable)
         assert not any(isinstance(obj, tuple | list) for obj in reachable)
 
@@ -209,3 +218,170 @@ async def test_an_output_whose_reduction_raises_leaves_the_session_unpacked() ->
         await h.run("hello", thread_id="b")
         assert _packed(h) == set()
         assert (await h.get_agent_response(thread_id="a")).output is output
+
+
+# --- the layer usage of a packed response ---------------------------------------------------
+
+_TOOL_NOTE = "adds two whole numbers (described once, on the tool)"
+_FIXED_NOTE = "a fixed paragraph every thread is shown"
+
+
+class _Fixed(ContextLayer):
+    """An anchored paragraph, the same for every thread."""
+
+    id = "fixed"
+    slot = 100
+    placement = "anchor"
+
+    async def recall(self, ctx: LayerContext, budget: float) -> str:
+        return _FIXED_NOTE
+
+
+class _Steps(ContextLayer):
+    """Thread-scoped state shown live and advanced after every step: each thread's own output."""
+
+    id = "steps"
+    slot = 200
+    placement = "live"
+
+    async def init(self, ctx: LayerContext) -> dict[str, int]:
+        return await ctx.storage.get("state") or {"steps": 0}
+
+    async def recall(self, ctx: LayerContext, budget: float) -> str:
+        return f"steps on {ctx.thread_id}: {ctx.state['steps']}"
+
+    async def store(self, ctx: LayerContext, response: CallResult) -> dict[str, int]:
+        return {"steps": ctx.state["steps"] + 1}
+
+
+class _AddArgs(BaseModel):
+    a: int
+    b: int
+
+
+def _plays_the_tool_round(request: ModelRequest) -> Any:
+    """Calls the tool once per user message, then answers (live layers come after the history)."""
+    history = [item for item in request.items if getattr(item, "role", None) != "developer"]
+    if isinstance(history[-1], FunctionCallOutputItem):
+        return text_reply("5")
+    return tool_call_reply("add", {"a": 2, "b": 3})
+
+
+def _tool_harness(
+    layers: list[Any], model: ScriptedModel | None = None, **options: Any
+) -> nt.AgentHarness[Any]:
+    add = nt.tool("add", description=_TOOL_NOTE, input=_AddArgs, execute=lambda args: args.a + args.b)
+    graph = nt.call_model("answer", instructions="be brief", tools=[add])
+    model = model or ScriptedModel(default=_plays_the_tool_round)
+    return nt.AgentHarness("t", agent_graph=graph, model=model, layers=layers, **options)
+
+
+def _dumped(usage: LastLayerUsage | None) -> Any:
+    """Everything a reader can see of a usage snapshot, the fields it set included."""
+    assert usage is not None
+    return usage.model_dump(mode="json"), usage.model_dump(mode="json", exclude_unset=True)
+
+
+@pytest.mark.parametrize(
+    "layers", [[], [_Fixed()], [_Fixed(), _Steps()]], ids=["bare", "anchored", "two-layers"]
+)
+async def test_a_packed_threads_layer_usage_reads_back_equal(layers: list[Any]) -> None:
+    async with _tool_harness(layers, hot_sessions=0) as h:
+        await h.run("add 2 and 3", thread_id="a")  # a second turn: the history is longer than the turn
+        first = await h.run("and again", thread_id="a")
+        assert _packed(h) == {"a"}
+        await h.run("add 2 and 3", thread_id="b")  # another thread's layer outputs beside a's
+        again = await h.get_agent_response(thread_id="a")
+        assert _packed(h) == {"b"}
+        assert again is not first and again == first
+        assert again.last_layer_usage == first.last_layer_usage
+        assert _dumped(again.last_layer_usage) == _dumped(first.last_layer_usage)
+        assert [e.layer_id for e in again.last_layer_usage.layers] == sorted(layer.id for layer in layers)
+        assert again.last_layer_usage.history_tokens > 0
+
+
+async def test_a_layer_usage_read_before_packing_reads_back_equal() -> None:
+    async with _tool_harness([_Fixed(), _Steps()], hot_sessions=1) as h:
+        first = await h.run("add 2 and 3", thread_id="a")
+        usage = first.last_layer_usage  # measured now, before a is packed
+        await h.run("add 2 and 3", thread_id="b")
+        assert _packed(h) == {"a"}
+        again = await h.get_agent_response(thread_id="a")
+        assert _dumped(again.last_layer_usage) == _dumped(usage)
+
+
+async def test_packing_copies_neither_the_tool_definitions_nor_the_layer_items() -> None:
+    """The unread layer usage is not pickled: what the harness holds anyway stays beside the
+    bytes, only the call's own figures are encoded with the items."""
+    async with _tool_harness([_Fixed()], hot_sessions=0) as h:
+        first = await h.run("add 2 and 3", thread_id="a")
+        packed = h._sessions._live["a"].packed
+        assert packed is not None
+        assert _TOOL_NOTE.encode() not in packed._data
+        assert _FIXED_NOTE.encode() not in packed._data
+        again = await h.get_agent_response(thread_id="a")
+        usage = again.last_layer_usage
+        assert usage is not None and item_text(usage.layers[0].items[0]) == _FIXED_NOTE
+        assert _dumped(usage) == _dumped(first.last_layer_usage)
+
+
+async def test_what_a_packed_session_keeps_beside_its_bytes_pins_no_item_of_its_log() -> None:
+    model = ScriptedModel(default=_plays_the_tool_round)
+    async with _tool_harness([], model, hot_sessions=0) as h:
+        response = await h.run("add 2 and 3", thread_id="a")
+        await h.run("add 2 and 3", thread_id="b")
+        packed_a, packed_b = h._sessions._live["a"].packed, h._sessions._live["b"].packed
+        assert packed_a is not None and packed_b is not None
+        assert packed_a.usage_shared is packed_b.usage_shared  # one tuple for every turn of the step
+        originals = [weakref.ref(item) for item in response.items]
+        del response
+        model.calls.clear()  # the requests it recorded hold the items too
+        await h.wait_background()  # and so does the turn's execution, until its costs are settled
+        gc.collect()
+        assert [ref() for ref in originals] == [None] * len(originals)  # only the bytes hold them
+        again = await h.get_agent_response(thread_id="a")
+        assert again.last_layer_usage is not None and again.last_layer_usage.history_tokens > 0
+
+
+async def test_a_durable_layered_threads_packed_usage_reads_back_equal(tmp_path: Path) -> None:
+    """A durable run measures its usage at once (a finished value): packed as it is."""
+    async with _tool_harness(
+        [_Fixed(), _Steps()], hot_sessions=0, storage=f"sqlite:///{tmp_path / 'r.db'}"
+    ) as h:
+        first = await h.run("add 2 and 3", thread_id="a")
+        assert _packed(h) == {"a"}
+        again = await h.get_agent_response(thread_id="a")
+        assert _dumped(again.last_layer_usage) == _dumped(first.last_layer_usage)
+
+
+async def test_turns_with_their_own_instructions_keep_their_own_usage_when_packed() -> None:
+    """The parts a step's turns share are shared only while equal: instructions made per
+    thread give each packed thread the system bucket of its own instructions."""
+    graph = nt.call_model(
+        "answer", instructions=lambda ctx: "be brief. " * (1 + 20 * (ctx.thread_id == "long"))
+    )
+    async with nt.AgentHarness("t", agent_graph=graph, model=ScriptedModel.echo(), hot_sessions=0) as h:
+        short = await h.run("hello", thread_id="short")
+        long = await h.run("hello", thread_id="long")
+        assert _packed(h) == {"short", "long"}
+        short_again = await h.get_agent_response(thread_id="short")
+        long_again = await h.get_agent_response(thread_id="long")
+        assert _dumped(short_again.last_layer_usage) == _dumped(short.last_layer_usage)
+        assert _dumped(long_again.last_layer_usage) == _dumped(long.last_layer_usage)
+        assert (
+            long_again.last_layer_usage.system_prompt_tokens
+            > short_again.last_layer_usage.system_prompt_tokens
+        )
+
+
+async def test_a_layer_usage_that_cannot_be_settled_leaves_the_session_unpacked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuses(self: LazyUsage) -> LazyUsage:
+        raise ValueError("cannot convert float NaN to integer")  # a layer's figure gone wrong
+
+    monkeypatch.setattr(LazyUsage, "settled", refuses)
+    async with _tool_harness([_Fixed()], hot_sessions=0) as h:
+        first = await h.run("add 2 and 3", thread_id="a")
+        assert _packed(h) == set()
+        assert await h.get_agent_response(thread_id="a") is first

@@ -19,15 +19,26 @@ item. The bytes never leave the process: they are made here from the session's o
 read back only by it, never stored or received. A session whose items or response cannot be
 pickled (a class defined inside a function, an open file as output) simply stays unpacked.
 Read back, the items and the response are equal copies of the originals, not the same objects.
+
+One part of a response is not pickled: its layer usage when nobody has read it yet (a
+`LazyUsage`, measured on first read). Most of what that holds the harness keeps anyway — the
+tool definitions, the items the layers rendered — and copying it would cost more than the rest
+of the session (three quarters of the bytes with ten layers). So only its own figures are
+pickled with the items (the history it measures is the log's, so the pickle names those items
+again rather than copying them; a layered call's banded view is reduced to one row of plain
+values per layer first), and the rest stays beside the bytes, to be joined again on unpack.
+What `last_layer_usage` reads afterwards is the same snapshot it would have read before.
 """
 
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from noetic.layers.usage import LazyUsage
 
 if TYPE_CHECKING:
-    from noetic.harness import _Session
+    from noetic.harness import HarnessResponse, _Session
     from noetic.items import Item, ItemLog
 
 __all__ = ["PackedSession", "pack"]
@@ -35,14 +46,19 @@ __all__ = ["PackedSession", "pack"]
 
 class PackedSession:
     """A packed session's items and last response as bytes (`count` items); `unpack` (called
-    by the log's first read) hands the response back to the session and returns the items."""
+    by the log's first read) hands the response back to the session and returns the items.
+    `usage_measure` and `usage_shared` are the response's unread layer usage but its own
+    figures (None when it has none): references only, to what the harness holds anyway."""
 
-    __slots__ = ("_data", "_session", "count", "log")
+    __slots__ = ("_data", "_session", "count", "log", "usage_measure", "usage_shared")
 
-    def __init__(self, session: _Session, data: bytes, count: int):
+    def __init__(self, session: _Session, data: bytes, count: int, usage: LazyUsage | None):
         self._session: _Session | None = session
         self._data = data
         self.count = count
+        # two references rather than a LazyUsage: no object of its own per packed session
+        self.usage_measure = None if usage is None else usage.measure
+        self.usage_shared = None if usage is None else usage.shared
         #: The log the items belong to (reading the session's response unpacks it).
         self.log: ItemLog = session.log
 
@@ -51,7 +67,11 @@ class PackedSession:
         session = self._session
         assert session is not None  # a log unpacks once
         self._session = None
-        items, response = pickle.loads(self._data)
+        items, response, usage_own = pickle.loads(self._data)
+        if self.usage_measure is not None and self.usage_shared is not None:
+            cls, fields = response
+            usage = LazyUsage(self.usage_measure, self.usage_shared, usage_own)
+            response = cls(**fields, _layer_usage=usage)
         session.packed = None
         session._last_response = response
         return list(items)
@@ -64,12 +84,27 @@ def pack(session: _Session) -> bool:
         return False
     log = session.log
     items = tuple(log.items)
+    response: Any = session._last_response
+    usage = None if response is None else response._layer_usage
+    usage_own: tuple[Any, ...] = ()
     try:
-        data = pickle.dumps((items, session._last_response), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - pickle raises whatever an object's own reduction raises
-        return False  # and any failure only means: this session stays unpacked
-    packed = PackedSession(session, data, len(items))
+        if isinstance(usage, LazyUsage):  # its own figures go with the items, the rest stays
+            usage = usage.settled()
+            usage_own = usage.own
+            response = _fields_without_usage(response)
+        else:
+            usage = None
+        data = pickle.dumps((items, response, usage_own), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - pickle raises whatever an object's own reduction raises,
+        return False  # settling a layer's figures whatever they hold: the session stays unpacked
+    packed = PackedSession(session, data, len(items), usage)
     session._last_response = None
     session.packed = packed
     log.pack(packed)
     return True
+
+
+def _fields_without_usage(response: HarnessResponse[Any]) -> tuple[type, dict[str, Any]]:
+    """The response's class and the fields it is made from, but its layer usage."""
+    cls = type(response)
+    return cls, {name: getattr(response, name) for name in cls._init_fields if name != "_layer_usage"}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Collection, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -46,7 +45,7 @@ from noetic.layers.frame import (
 )
 from noetic.layers.overflow import summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
-from noetic.layers.usage import layered_usage, with_layers
+from noetic.layers.usage import CallParts, LazyUsage, with_layers
 from noetic.layers.view import assemble_view, strip_orphans
 from noetic.tokens import estimate_text
 
@@ -54,7 +53,7 @@ if TYPE_CHECKING:
     from noetic.execution_context import Context
     from noetic.layers.anchoring import BandedView, LayerOutput
     from noetic.layers.memory import LayerMemory
-    from noetic.model import ModelAdapter, ToolDefinition
+    from noetic.model import ModelAdapter
     from noetic.usage import LastLayerUsage, RoundUsage
 
 __all__ = ["LayeredCall"]
@@ -339,15 +338,11 @@ class LayeredCall:
         assert self.banded is not None
         return with_layers(base.model_copy(update={"history_tokens": self._history_tokens}), self.banded)
 
-    def usage_later(
-        self, execution_id: str, model_id: str, instructions: str | None, tools: Sequence[ToolDefinition]
-    ) -> Callable[[], LastLayerUsage]:
+    def usage_later(self, parts: CallParts, execution_id: str) -> LazyUsage:
         """`usage` of the step's window, measured only when called: most runs never read it.
         It keeps the banded layer part and a count, not this call (nor its context)."""
         assert self.banded is not None
-        return partial(
-            layered_usage, execution_id, model_id, instructions, tools, self._history_tokens, self.banded
-        )
+        return LazyUsage.of_layers(parts, execution_id, self._history_tokens, self.banded)
 
     async def store(self, result: CallResult) -> None:
         """Run every active layer's `store` concurrently, all-settled (LY-7)."""

@@ -36,8 +36,8 @@ from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, Message
 from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
 from noetic.layers.contract import CallResult
 from noetic.layers.layer_set import LayerSet
-from noetic.layers.usage import window_usage
-from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta
+from noetic.layers.usage import CallParts, LazyUsage, window_usage
+from noetic.model import ModelAdapter, ModelRequest, ModelResponse, ReasoningDelta, TextDelta, ToolDefinition
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import OutT, Step
 from noetic.streams import DELTA_BATCH
@@ -82,6 +82,7 @@ class CallModel(Step[OutT]):
 
     kind = "call_model"
     __slots__ = (
+        "_parts",
         "instructions",
         "layers",
         "max_rounds",
@@ -138,6 +139,7 @@ class CallModel(Step[OutT]):
         self.projection = Projection.of(projection)
         self.max_rounds = max_rounds
         self.output_retries = output_retries
+        self._parts: CallParts | None = None
 
     async def run(self, input: Any, ctx: Context) -> Any:
         if self.layers is None:
@@ -241,19 +243,29 @@ class CallModel(Step[OutT]):
         ctx.last_step_meta = partial(
             _step_meta, self.id, self.kind, tuple(calls), rounds, float(cost), float(billed), response_items
         )
+        parts = self._call_parts(adapter.model_id, instructions, definitions)
         if layered is None:
-            # measured only if someone reads it; the closure keeps the view, not the context
-            ctx.last_layer_usage = partial(
-                window_usage, ctx.id, adapter.model_id, instructions, definitions, request.items
-            )
+            # measured only if someone reads it; it keeps the view, not the context
+            ctx.last_layer_usage = LazyUsage.of_window(parts, ctx.id, request.items)
             return self._final_output(response_items, parsed)
         # the history bucket is the layered view's; measured only if someone reads it, or now
         # for a durable run's trace row (IN-1)
-        later = layered.usage_later(ctx.id, adapter.model_id, instructions, definitions)
+        later = layered.usage_later(parts, ctx.id)
         ctx.last_layer_usage = later if run.recorder is None else later()
         text = last_assistant_text(response_items)
         await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
         return self._final_output(response_items, parsed)
+
+    def _call_parts(
+        self, model_id: str, instructions: str | None, definitions: tuple[ToolDefinition, ...]
+    ) -> CallParts:
+        """The model id, instructions and tool definitions of this run, as the same tuple as
+        the step's last run when they are equal: the lazy usage of every run refers to it, and
+        a packed idle session keeps that reference (SE-5), so one tuple serves them all."""
+        parts = self._parts
+        if parts is None or parts[0] != model_id or parts[1] != instructions or parts[2] != definitions:
+            parts = self._parts = (model_id, instructions, definitions)
+        return parts
 
     async def _prepare_layers(
         self, ctx: Context, input: Any, instructions: str | None, adapter: ModelAdapter
