@@ -475,8 +475,10 @@ NOTES = """\
 - Session growth (`sessions`): one harness serves 100,000 distinct threads one turn each
   (10,000 with SQLite storage), RSS sampled as they pile up; see `bench/sessions_growth.py`.
 - S4: seconds to run the import statement in a fresh interpreter (interpreter start-up
-  excluded), three interpreters per repetition, after the bytecode caches are warm. Its target
-  is a ratio: noetic's median over the `pydantic floor` median of the same run.
+  excluded), after the bytecode caches are warm. Each repetition runs 7 rounds, and a round
+  imports every subject once in an order rotated every round, so all subjects share the
+  machine's load alike. Its target is a ratio: noetic's median over the `pydantic floor`
+  median of the same run.
 - The limit is a hand-written asyncio loop doing the same work (dict messages, pydantic
   validation of the tool arguments, a deque+event hand-off for streaming): no framework can
   do less and stay correct.

@@ -50,7 +50,12 @@ IMPORTS = {
     # pydantic loads its model machinery on first use: the floor of any library defining a model
     "pydantic floor": 'import anyio, pluggy; from pydantic import BaseModel; type("M", (BaseModel,), {"__annotations__": {"x": int}})',
 }
-IMPORT_SAMPLES = 3  # fresh interpreters per subject and repetition
+#: S4 rounds per repetition. A round imports every subject once, each in a fresh interpreter,
+#: in an order rotated every round, so the floor and noetic are timed side by side under the
+#: same load: 7 rounds of 3 repetitions give 21 samples per subject. (It used to time 3 imports
+#: of one subject back to back before the next subject's; 9 samples per subject taken seconds
+#: apart, so a burst of load on the machine landed on one subject and not on the other.)
+IMPORT_ROUNDS = 7
 SCENARIOS = ("s1", "s2", "s3", "s3x", "s4", "s5", "s6", "growth", "sessions")
 #: S3 at scale (scenario `s3x`): the subjects run at this many concurrent round trips (the
 #: peers stay at S3's 1,000: at 10,000 they take minutes). `noetic-evict` is noetic with
@@ -99,11 +104,17 @@ def worker(*args: str) -> dict[str, Any]:
     return result
 
 
-def import_time(statement: str) -> dict[str, Any]:
-    """Seconds `statement` takes in a fresh interpreter (startup itself excluded)."""
+def import_time(statement: str, path: Path | None = None) -> dict[str, Any]:
+    """Seconds `statement` takes in a fresh interpreter (startup itself excluded).
+
+    `path`, when given, goes first on the module search path (`PYTHONPATH`): another checkout's
+    `packages/core/src`, say; give it to every program that is compared, the floor included.
+    """
     code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
     # The warm-up must be able to write bytecode caches, or every subject is timed compiling its source.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if path is not None:
+        env["PYTHONPATH"] = str(path)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
@@ -134,8 +145,8 @@ def run(reps: int, only: tuple[str, ...], log: Any) -> dict[str, Any]:
         print(f"repetition {rep + 1}/{reps}", file=log, flush=True)
         for scenario in only:
             if scenario == "s4":
-                for name in rotate(tuple(IMPORTS), rep):
-                    for _ in range(IMPORT_SAMPLES):
+                for k in range(IMPORT_ROUNDS):
+                    for name in rotate(tuple(IMPORTS), rep * IMPORT_ROUNDS + k):
                         record(f"s4/{name}", import_time(IMPORTS[name]))
             elif scenario == "s3x":
                 for name in rotate(S3X_SUBJECTS, rep):

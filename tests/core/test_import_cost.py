@@ -29,6 +29,12 @@ DEFERRED = (
     "noetic.layers.overflow",  # steering and the item pipelines, imported by the first step
     "noetic.layers.steering",  # with layers
     "noetic.layers.pipelines",
+    "noetic.layers.provides",  # `ctx.context[...]` handles and layer tools: only layers give them
+    "noetic.layers.view",  # view assembly: only a call with layers assembles one
+    "noetic.layers.report",  # the layer-usage table, rendered when asked for
+    "noetic.inspect_sink",  # the live inspector sink: only `inspect=` (or NOETIC_INSPECT) opens one
+    "noetic.streamed_turn",  # `h.stream(...)`: only a streaming caller needs it
+    "noetic.hookspecs",  # the plugin hook specifications, for `nt.hookimpl` and the plugin manager
     "noetic.custom_items",  # custom items: only a program that declares one needs them
     "pydantic.functional_serializers",  # (their wire form is a pydantic model serializer)
     "noetic.snapshots",  # in-progress message snapshots: only item streams make them
@@ -247,6 +253,52 @@ def test_import_noetic_runs_no_collection_and_restores_the_collector() -> None:
         """
     )
     assert out.strip().splitlines() == ["True False", "False ['noetic.steps.model_call']", "True []"]
+
+
+def test_the_inspector_streaming_hooks_and_layer_helpers_load_on_first_use() -> None:
+    # Each deferred piece is imported by its first use and behaves as before: a bad `inspect=`
+    # is still refused at construction, `h.stream` still streams, `nt.hookimpl` is the plugin
+    # marker, and the layer names resolve to their modules (`with_context` stays the function).
+    out = _run(
+        """
+        import sys
+        import anyio
+        import noetic as nt
+        from noetic.errors import NoeticConfigError
+        from noetic.testing import ScriptedModel, text_reply
+        deferred = ("noetic.inspect_sink", "noetic.streamed_turn", "noetic.hookspecs", "noetic.layers.view")
+        assert not [m for m in deferred if m in sys.modules]
+        agent = nt.call_model("answer")
+        try:
+            nt.AgentHarness("bad", agent_graph=agent, model=ScriptedModel([]), inspect="ftp://example.com")
+        except NoeticConfigError as exc:
+            print(exc.code)
+        print("noetic.inspect_sink" in sys.modules)
+
+        async def main() -> None:
+            model = ScriptedModel([text_reply("hi")])
+            async with nt.AgentHarness("stream", agent_graph=agent, model=model, inspect="") as h:
+                assert h.inspect_sink is None and "noetic.streamed_turn" not in sys.modules
+                async with h.stream("hello") as turn:
+                    async for _ in turn:
+                        pass
+                print(turn.response.text)
+
+        anyio.run(main)
+        from noetic.hookspecs import hookimpl
+        assert nt.hookimpl is hookimpl
+        import noetic.layers as layers
+        from noetic.layers.provides import LayerHandle
+        from noetic.layers.report import render_layer_usage
+        from noetic.layers.view import View, assemble_view
+        from noetic.layers.with_context import with_context
+        assert (layers.LayerHandle, layers.render_layer_usage) == (LayerHandle, render_layer_usage)
+        assert (layers.View, layers.assemble_view) == (View, assemble_view)
+        assert layers.with_context is with_context is nt.with_context
+        print("ok")
+        """
+    )
+    assert out.strip().splitlines() == ["INSPECT_URL_INVALID", "True", "hi", "ok"]
 
 
 def test_deferred_names_are_listed_and_typed_like_the_rest() -> None:

@@ -27,7 +27,6 @@ try:
     from noetic.errors import NoeticConfigError, NoeticError
     from noetic.execution_context import Context
     from noetic.harness import AgentHarness, HarnessConfig, HarnessResponse
-    from noetic.hookspecs import hookimpl
     from noetic.layers import (
         CLEAR,
         CallResult,
@@ -67,6 +66,7 @@ if TYPE_CHECKING:
         is_custom_item,
         is_custom_item_event,
     )
+    from noetic.hookspecs import hookimpl
     from noetic.layers.cache_config import ContextCacheConfig
     from noetic.predicates import LoopSnapshot, Verdict, all_, any_, until
     from noetic.steps.code import run_code
@@ -140,9 +140,11 @@ __all__ = [
 
 
 # Imported on first use, so `import noetic` loads neither the workflow machinery nor JSONata,
-# nor the custom-item models and their dispatch (a program that declares none never needs them).
+# nor the custom-item models and their dispatch (a program that declares none never needs them),
+# nor the plugin hook specifications.
 _LAZY = {
     "workflow": "noetic.workflows",
+    "hookimpl": "noetic.hookspecs",  # the hook specifications: a program with no plugin needs none
     "ContextCacheConfig": "noetic.layers.cache_config",  # the anchoring settings model
     **dict.fromkeys(
         (

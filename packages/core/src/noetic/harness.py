@@ -29,7 +29,6 @@ from noetic.channels import Channel, ChannelHandle, ChannelHub
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import Context
 from noetic.ids import new_item_id
-from noetic.inspect_sink import EventSink, inspect_url
 from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.budgets import Projection
 from noetic.layers.layer_set import LayerSet
@@ -43,7 +42,6 @@ from noetic.scheduler_pass import SchedulerPass, pass_for
 from noetic.sessions import DEFAULT_HOT_SESSIONS, EvictionPolicy, SessionTable, stored_point
 from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
-from noetic.streamed_turn import StreamedTurn
 from noetic.streams import StreamEvent, TurnStream, items_from_events
 from noetic.tools import Tool
 from noetic.usage import RoundUsage
@@ -60,10 +58,12 @@ if TYPE_CHECKING:
     from noetic.durable.snapshot import Outcome
     from noetic.durable.store import CheckpointStore
     from noetic.fs.contract import FsAdapter
+    from noetic.inspect_sink import EventSink
     from noetic.layers.cache_config import ContextCacheConfig
     from noetic.packed_sessions import PackedSession
     from noetic.plugins import NoeticPluginManager
     from noetic.registry import Registry
+    from noetic.streamed_turn import StreamedTurn
     from noetic.usage_reports import LastLayerUsage
 
 __all__ = ["AgentHarness", "HarnessConfig", "HarnessResponse"]
@@ -418,9 +418,8 @@ class AgentHarness(Generic[OutT]):
         self._scheduler_pass: SchedulerPass = pass_for(None)
         self._background = 0
         self._background_idle: anyio.Event | None = None
-        url = inspect_url(inspect if inspect is not None else os.environ.get("NOETIC_INSPECT"))
         #: Where stream events go live (`inspect=`), or None.
-        self.inspect_sink = EventSink(url) if url is not None else None
+        self.inspect_sink = _event_sink(inspect if inspect is not None else os.environ.get("NOETIC_INSPECT"))
         self._background_scopes: set[anyio.CancelScope] = set()
         self._worker_scopes: set[anyio.CancelScope] = set()
         #: Seconds leaving the `async with` block waits for background jobs (cost
@@ -805,6 +804,8 @@ class AgentHarness(Generic[OutT]):
 
         def queue() -> _Ticket:
             return self._enqueue(input, thread_id, execution_id, resource_id, state)
+
+        from noetic.streamed_turn import StreamedTurn  # only streaming callers need it
 
         return StreamedTurn(self, session, queue)
 
@@ -1220,6 +1221,16 @@ def _cache_config(value: Any) -> ContextCacheConfig | None:
     from noetic.layers.cache_config import ContextCacheConfig
 
     return ContextCacheConfig.of(value)
+
+
+def _event_sink(value: Any) -> EventSink | None:
+    """The inspector sink for `inspect=` (None or "" leaves it off, and its module unloaded)."""
+    if value is None or value == "":
+        return None
+    from noetic.inspect_sink import EventSink, inspect_url
+
+    url = inspect_url(value)
+    return EventSink(url) if url is not None else None
 
 
 def _layer_store(

@@ -41,16 +41,16 @@ from noetic.layers.contract import (
 )
 from noetic.layers.frame import LayerContext
 from noetic.layers.layer_set import LayerSet, context
-from noetic.layers.provides import LayerHandle
-from noetic.layers.report import render_layer_usage
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore, ScopedStorage
-from noetic.layers.view import View, assemble_view
 from noetic.layers.with_context import WithContext, with_context
 from noetic.lazy import lazy_attribute, lazy_dir
 
 if TYPE_CHECKING:
     from noetic.layers.cache_config import ContextCacheConfig
     from noetic.layers.checkpoint_state import CheckpointLayerStateStore
+    from noetic.layers.provides import LayerHandle
+    from noetic.layers.report import render_layer_usage
+    from noetic.layers.view import View, assemble_view
 
 __all__ = [
     "CLEAR",
@@ -94,10 +94,16 @@ __all__ = [
 ]
 
 # Imported on first use: the anchoring settings model (a harness given no `context_cache=` never
-# builds it) and the checkpoint-backed state store (only `storage=` needs the durable store).
+# builds it), the checkpoint-backed state store (only `storage=` needs the durable store), and
+# what only a call with layers reaches: the handles behind `ctx.context[...]`, view assembly,
+# and the usage table. (`with_context` stays eager: the function shares its name with its
+# module, and importing that module first would leave the module bound in its place.)
 _LAZY = {
     "ContextCacheConfig": "noetic.layers.cache_config",
     "CheckpointLayerStateStore": "noetic.layers.checkpoint_state",
+    "LayerHandle": "noetic.layers.provides",
+    "render_layer_usage": "noetic.layers.report",
+    **dict.fromkeys(("View", "assemble_view"), "noetic.layers.view"),
 }
 
 

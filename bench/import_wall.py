@@ -1,0 +1,58 @@
+"""S4 by wall time: `import noetic` beside the pydantic floor, many rounds interleaved.
+
+A 0.1 s import timed a few times scatters by ±30 % on a shared machine, and a burst of load
+that lands on one subject and not the other moves the ratio by as much as the work measured.
+Here every round imports each program once, each in a fresh interpreter with warm bytecode
+caches, in an order rotated every round; the figures are medians over the rounds and the
+median of the per-round ratios. Every program gets the same module search path (`PYTHONPATH`
+set to a `packages/core/src`), the floor included. `--tree DIR` adds `import noetic` from
+another checkout (for example `git archive` of the commit before a change):
+
+    python bench/import_wall.py --rounds 30 --tree /tmp/base
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import IMPORTS, import_time, rotate  # bench/ is on the path only now
+
+CORE = Path(__file__).resolve().parent.parent / "packages" / "core" / "src"
+FLOOR = "pydantic floor"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30, help="rounds of every program (default 30)")
+    parser.add_argument("--tree", type=Path, help="another checkout whose `import noetic` runs beside")
+    args = parser.parse_args()
+    programs = {FLOOR: (IMPORTS[FLOOR], CORE), "import noetic": ("import noetic", CORE)}
+    if args.tree is not None:
+        programs[f"import noetic ({args.tree})"] = ("import noetic", args.tree / "packages" / "core" / "src")
+    for statement, path in programs.values():  # the first run writes the bytecode caches
+        import_time(statement, path)
+    seconds: dict[str, list[float]] = {name: [] for name in programs}
+    for k in range(args.rounds):
+        for name in rotate(tuple(programs), k):
+            result = import_time(*programs[name])
+            if "error" in result:
+                raise SystemExit(f"{name}: {result['error']}")
+            seconds[name].append(result["seconds"])
+    floor = seconds[FLOOR]
+    print(
+        f"{args.rounds} rounds; medians in ms (min–max); ratio over the floor: of medians, median per round"
+    )
+    for name, values in seconds.items():
+        paired = statistics.median(v / f for v, f in zip(values, floor, strict=True))
+        print(
+            f"| {name} | {statistics.median(values) * 1e3:.1f} ({min(values) * 1e3:.1f}–{max(values) * 1e3:.1f})"
+            f" | {statistics.median(values) / statistics.median(floor):.3f}× | {paired:.3f}× |"
+        )
+
+
+if __name__ == "__main__":
+    main()
