@@ -192,8 +192,15 @@ def row_checksum(value: str) -> int:
 
 
 def verified_row(key: str, value: Any, checksum: int) -> str:
-    """A row's text as read back, checked against its checksum (`CHECKPOINT_CORRUPT` if not)."""
-    if not isinstance(value, str) or row_checksum(value) != checksum:
+    """A row's text as read back, checked against its checksum (`CHECKPOINT_CORRUPT` if not,
+    or if the text holds a lone surrogate: bytes a store read back that were not UTF-8)."""
+    if not isinstance(value, str):
+        raise corrupt(key, "its text does not match its checksum")
+    try:
+        matches = row_checksum(value) == checksum
+    except UnicodeEncodeError:
+        raise corrupt(key, "its text is not UTF-8") from None
+    if not matches:
         raise corrupt(key, "its text does not match its checksum")
     return value
 
