@@ -38,6 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote
 
 from noetic.errors import NoeticError
+from noetic.ids import checked_id
 
 __all__ = [
     "MAX_DEPTH",
@@ -58,9 +59,10 @@ __all__ = [
 def execution_prefix(execution_id: str) -> str:
     """The key prefix owning every record of one execution.
 
-    The id is percent-encoded, so no id's prefix can cover another's (`a` and `a:b`).
+    The id is percent-encoded, so no id's prefix can cover another's (`a` and `a:b`); an id
+    that is not text (a lone surrogate) is `INVALID_ID`.
     """
-    return f"execution:{quote(execution_id, safe='')}:"
+    return f"execution:{quote(checked_id('execution_id', execution_id), safe='')}:"
 
 
 @runtime_checkable
