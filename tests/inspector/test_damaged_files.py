@@ -115,3 +115,17 @@ def test_a_damaged_file_is_a_json_error_not_an_empty_list(
         assert ("cut short" if damage_kind == "cut short" else "not UTF-8") in error["message"]
     assert "Traceback" not in errors
     assert path.read_bytes() == bytes(data)  # the inspector wrote nothing
+
+
+def test_a_snapshot_key_whose_id_is_not_utf8_hides_no_other_execution(
+    written: Any, tmp_path: Path, server_with_stderr: Any
+) -> None:
+    path = copy_of(written, tmp_path)
+    key = f"execution:{written.failed_id}:snapshot"
+    bad = key.replace(written.failed_id, written.failed_id[:-1] + "\udcff").encode(errors="surrogateescape")
+    damage(path, "UPDATE noetic_rows SET key = CAST(? AS TEXT) WHERE key = ?", bad, key)
+    (listed,), errors = fetch(server_with_stderr, path, "/api/executions")
+    assert listed.status_code == 200, listed.text
+    ids = {row["execution_id"] for row in listed.json()["executions"]}
+    assert ids == {written.ok_id, written.resumed_id}
+    assert "Traceback" not in errors
