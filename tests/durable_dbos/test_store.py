@@ -12,6 +12,7 @@ import noetic as nt
 import psycopg
 import pytest
 from noetic.durable import CheckpointStore
+from noetic.testing import ScriptedModel
 from noetic.testing.store_conformance import CheckpointStoreConformance
 from noetic_durable_dbos.local_postgres import LocalPostgres
 from noetic_durable_dbos.store import PostgresCheckpointStore, postgres_store_from_url
@@ -44,6 +45,22 @@ async def test_a_row_failing_its_checksum_is_corrupt(database_url: str) -> None:
     assert err.value.code == "CHECKPOINT_CORRUPT"
     assert "execution:e:snapshot" in err.value.message
     await store.aclose()
+
+
+async def test_an_execution_id_holding_a_lone_surrogate_is_invalid(database_url: str) -> None:
+    bad = json.loads('"job-\\ud800"')
+    store = PostgresCheckpointStore(database_url)
+    try:
+        with pytest.raises(nt.NoeticError) as claimed:
+            await store.claim(bad)
+        async with nt.AgentHarness(
+            "t", agent_graph=nt.call_model("a"), model=ScriptedModel.echo(), storage=store
+        ) as h:
+            with pytest.raises(nt.NoeticError) as resumed:
+                await h.resume(bad)
+    finally:
+        await store.aclose()
+    assert claimed.value.code == resumed.value.code == "INVALID_ID"
 
 
 async def test_a_newer_layout_is_refused(database_url: str) -> None:

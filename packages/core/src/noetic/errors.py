@@ -120,6 +120,7 @@ CONFIG_CODES = frozenset(
         "TURN_NOT_FINISHED",
         "INVALID_INPUT",
         "INVALID_SNAPSHOT",
+        "INVALID_ID",
         "INVALID_HARNESS_OPTION",
         "UNKNOWN_MODEL",
         # noetic-durable-dbos: the throwaway PostgreSQL server of tests and benchmarks

@@ -28,7 +28,7 @@ import anyio
 from noetic.channels import Channel, ChannelHandle, ChannelHub
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import Context
-from noetic.ids import new_item_id
+from noetic.ids import checked_id, new_item_id
 from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.budgets import Projection
 from noetic.layers.layer_set import LayerSet
@@ -694,6 +694,8 @@ class AgentHarness(Generic[OutT]):
     # --- turns ------------------------------------------------------------------------------
 
     def _session(self, thread_id: str | None) -> _Session:
+        if thread_id is not None:  # every call naming a thread comes here first
+            checked_id("thread_id", thread_id)
         return self._sessions.get(thread_id or DEFAULT_THREAD)
 
     def _new_session(self, thread_id: str) -> _Session:
@@ -720,6 +722,8 @@ class AgentHarness(Generic[OutT]):
         start_worker: bool = True,
     ) -> _Ticket:
         self._require_started()
+        if execution_id is not None:  # refused before a turn is queued, as the thread id is
+            checked_id("execution_id", execution_id)
         if self.agent_graph is None:
             raise NoeticConfigError(
                 "NO_STEP_CONFIGURED",
@@ -800,6 +804,8 @@ class AgentHarness(Generic[OutT]):
         ends with the turn; see `noetic.streamed_turn`.
         """
         self._require_started()
+        if execution_id is not None:  # refused here, not once the turn is under way
+            checked_id("execution_id", execution_id)
         session = self._session(thread_id)
 
         def queue() -> _Ticket:

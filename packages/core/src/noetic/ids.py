@@ -1,11 +1,14 @@
-"""Identifier generation: time-ordered execution ids and short random item ids."""
+"""Identifiers: time-ordered execution ids, short random item ids, and the check of the
+thread and execution ids callers choose before they name stored records."""
 
 from __future__ import annotations
 
 import os
 import time
 
-__all__ = ["new_execution_id", "new_item_id"]
+from noetic.errors import NoeticError
+
+__all__ = ["checked_id", "new_execution_id", "new_item_id"]
 
 
 def new_execution_id() -> str:
@@ -20,3 +23,27 @@ def new_execution_id() -> str:
 def new_item_id(prefix: str = "item") -> str:
     """A random id such as `msg_3f9c0d5e1a7b2c48e0f1d2a3` (96 random bits)."""
     return f"{prefix}_{os.urandom(12).hex()}"
+
+
+def checked_id(kind: str, value: object) -> str:
+    """`value` if it can name stored records: a string of Unicode text, which UTF-8 encodes.
+
+    A string holding a lone surrogate (`json.loads('"\\udfff"')` makes one) is no text a store
+    can keep, so it is refused here, before any record is named by it, with `INVALID_ID`
+    naming `kind` (`"thread_id"`, `"execution_id"`).
+    """
+    if isinstance(value, str):
+        if value.isascii():  # every generated id, checked without encoding
+            return value
+        try:
+            value.encode()
+        except UnicodeEncodeError as exc:
+            raise NoeticError(
+                "INVALID_ID",
+                f"{kind} {value!r} holds a lone surrogate at position {exc.start}: it is not "
+                "Unicode text, and no checkpoint store can keep it (decode the id's bytes as "
+                "UTF-8 before passing it)",
+                kind=kind,
+            ) from None
+        return value
+    raise NoeticError("INVALID_ID", f"{kind} must be a string, not {type(value).__name__}", kind=kind)

@@ -33,6 +33,7 @@ import anyio
 import psycopg
 from noetic.durable.store import execution_locked, row_checksum, verified_row
 from noetic.errors import NoeticConfigError, NoeticError
+from noetic.ids import checked_id
 from psycopg import conninfo
 from psycopg_pool import ConnectionPool
 
@@ -253,7 +254,9 @@ class PostgresCheckpointStore:
         await self._call(transact)
 
     async def claim(self, execution_id: str) -> PostgresClaim:
-        """Claim an execution across every process using this database, or raise `EXECUTION_LOCKED`."""
+        """Claim an execution across every process using this database, or raise `EXECUTION_LOCKED`
+        (`INVALID_ID` for an id that is not text, as every store names it)."""
+        checked_id("execution_id", execution_id)
         holder = uuid.uuid4().hex
 
         def take(conn: psycopg.Connection[Any]) -> bool:

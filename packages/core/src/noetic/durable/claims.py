@@ -21,6 +21,7 @@ import anyio
 
 from noetic.durable.store import execution_locked
 from noetic.errors import NoeticError
+from noetic.ids import checked_id
 
 try:
     import fcntl
@@ -159,5 +160,5 @@ class FileClaimTable(ClaimTable):
 
 def _offset(execution_id: str) -> int:
     """A stable byte offset for an execution id (62 bits: collisions are negligible)."""
-    digest = hashlib.blake2b(execution_id.encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(checked_id("execution_id", execution_id).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") >> 2

@@ -39,6 +39,7 @@ from noetic.durable.items import Declarations, ItemsRecord, items_json, load_ite
 from noetic.durable.parts import join_text, split_record
 from noetic.durable.store import CheckpointStore, corrupt, decode_document, describe_error, encode_document
 from noetic.errors import NoeticError
+from noetic.ids import checked_id
 from noetic.items import Item
 
 __all__ = [
@@ -73,8 +74,9 @@ EMPTY = StoredPoint(0, None)
 
 def thread_prefix(thread_id: str) -> str:
     """The key prefix owning every stored record of one thread (the id percent-encoded, so
-    no thread's prefix covers another's)."""
-    return f"thread:{quote(thread_id, safe='')}:"
+    no thread's prefix covers another's); an id that is not text (a lone surrogate) is
+    `INVALID_ID`."""
+    return f"thread:{quote(checked_id('thread_id', thread_id), safe='')}:"
 
 
 def piece_key(thread_id: str, digest: str) -> str:

@@ -101,15 +101,22 @@ def start_key(execution_id: str) -> str:
 
 
 async def execution_ids(store: CheckpointStore) -> list[str]:
-    """The ids of every execution `store` holds a snapshot of, in key order."""
+    """The ids of every execution `store` holds a snapshot of, in key order.
+
+    A snapshot key whose id is not text (a damaged key: bytes that are not UTF-8) names no
+    execution anything can read or resume, and is left out rather than failing the list."""
     head, tail = "execution:", ":snapshot"
-    return [
-        unquote(key[len(head) : -len(tail)])
-        for key in await store.list_prefix(head)
-        if key.endswith(tail)
-        and key.count(":") == 2
-        and execution_prefix(unquote(key[len(head) : -len(tail)])) + "snapshot" == key
-    ]
+    found: list[str] = []
+    for key in await store.list_prefix(head):
+        if not key.endswith(tail) or key.count(":") != 2:
+            continue
+        execution_id = unquote(key[len(head) : -len(tail)])
+        try:
+            if execution_prefix(execution_id) + "snapshot" == key:
+                found.append(execution_id)
+        except NoeticError:  # INVALID_ID
+            continue
+    return found
 
 
 def is_plain_json(value: Any) -> bool:

@@ -27,7 +27,11 @@ itself, in a worker thread, after about `CHECKPOINT_PAGES` pages were written si
 checkpoint (SQLite's own default).
 
 Each row stores the JSON text and its CRC-32; a row whose text no longer matches its checksum,
-or a database file SQLite reports as damaged, raises `CHECKPOINT_CORRUPT`. The table layout is
+a key or text that is not UTF-8, a database file SQLite reports as damaged, or one shorter than
+its header says (`noetic.durable.sqlite_header`, checked when the store opens it) raises
+`CHECKPOINT_CORRUPT`. A damaged key still lists (`list_prefix`), as a string holding the bytes
+that are not UTF-8 as lone surrogates (Python's `surrogateescape`), so the damage is named,
+reading it raises `CHECKPOINT_CORRUPT` and deleting it (`clear_checkpoint`) removes the row. The table layout is
 versioned through `PRAGMA user_version`. Claims lock a byte of the sidecar file
 `{path}-claims` (see `noetic.durable.claims`).
 """
@@ -40,12 +44,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 
 from noetic.durable.claims import ClaimTable, FileClaimTable, HeldClaim, claims_held
+from noetic.durable.sqlite_header import truncation
 from noetic.durable.store import corrupt, row_checksum, verified_row
 from noetic.errors import NoeticConfigError, NoeticError
 
@@ -131,6 +136,9 @@ class SqliteCheckpointStore:
     def _connection(self) -> sqlite3.Connection:
         conn = self._conn
         if conn is None:
+            cut_short = None if self.path == ":memory:" else truncation(self.path)
+            if cut_short is not None:
+                raise corrupt(self.path, cut_short)
             conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
             )
@@ -199,8 +207,17 @@ class SqliteCheckpointStore:
                         conn.execute("PRAGMA busy_timeout = 0")
                 except sqlite3.Error as exc:
                     raise self._failure(exc) from exc
+                except UnicodeDecodeError as exc:
+                    raise self._undecodable(exc) from None
 
         return await anyio.to_thread.run_sync(locked)
+
+    def _undecodable(self, exc: UnicodeDecodeError) -> NoeticError:
+        """A message or value SQLite returned that is not UTF-8: the file's text is damaged
+        (`sqlite3` decodes an error message, which may quote the damaged schema, itself)."""
+        return corrupt(
+            self.path, f"SQLite returned text that is not UTF-8 ({exc.reason} at byte {exc.start})"
+        )
 
     def _failure(self, exc: sqlite3.Error) -> NoeticError:
         code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
@@ -222,16 +239,18 @@ class SqliteCheckpointStore:
     async def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         """The documents at `keys` that exist; a row failing its checksum is `CHECKPOINT_CORRUPT`."""
         wanted = list(dict.fromkeys(keys))
+        for key in wanted:
+            if _damaged_key(key):
+                raise corrupt(key, "its key is not UTF-8 text")
 
         def read(conn: sqlite3.Connection) -> dict[str, str]:
             found: dict[str, str] = {}
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
-                for key, value, crc in conn.execute(
-                    f"SELECT key, value, crc FROM noetic_rows WHERE key IN ({marks})", chunk
-                ):
-                    found[key] = verified_row(key, value, crc)
+                query = f"SELECT key, value, crc FROM noetic_rows WHERE key IN ({marks})"
+                for key, value, crc in _rows(conn, query, chunk):
+                    found[key] = verified_row(key, value, crc)  # text not UTF-8 fails it too
             return found
 
         return await self._call(read)
@@ -249,20 +268,30 @@ class SqliteCheckpointStore:
 
         def scan(conn: sqlite3.Connection) -> list[str]:
             if not prefix:
-                rows = conn.execute("SELECT key FROM noetic_rows ORDER BY key")
+                rows = _rows(conn, "SELECT key FROM noetic_rows ORDER BY key", ())
             else:
                 upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-                rows = conn.execute(
-                    "SELECT key FROM noetic_rows WHERE key >= ? AND key < ? ORDER BY key", (prefix, upper)
-                )
+                query = "SELECT key FROM noetic_rows WHERE key >= ? AND key < ? ORDER BY key"
+                rows = _rows(conn, query, (prefix, upper))
             return [key for (key,) in rows]
 
         return await self._call(scan)
 
     async def write(self, sets: Mapping[str, str], deletes: Sequence[str] = ()) -> None:
-        """Apply `sets` and `deletes` in one `BEGIN IMMEDIATE` transaction (rolled back on error)."""
+        """Apply `sets` and `deletes` in one `BEGIN IMMEDIATE` transaction (rolled back on error).
+
+        A damaged key `list_prefix` gave can be deleted; no key that is not UTF-8 can be set."""
+        for key in sets:
+            if _damaged_key(key):
+                raise NoeticError(
+                    "CHECKPOINT_STORE_FAILED",
+                    f"the SQLite checkpoint store {self.path!r} cannot store the key {key!r}: "
+                    "it holds a lone surrogate, which is not UTF-8 text",
+                    path=self.path,
+                    key=key,
+                )
         rows = [(key, value, row_checksum(value)) for key, value in sets.items()]
-        gone = [(key,) for key in deletes]
+        gone = [(_key_param(key),) for key in deletes]
         size = sum(len(value) for value in sets.values()) + 64 * len(gone)
         if self._write_inline(rows, gone, size):
             return
@@ -275,7 +304,9 @@ class SqliteCheckpointStore:
 
         await self._call(transact)
 
-    def _write_inline(self, rows: list[tuple[str, str, int]], gone: list[tuple[str]], size: int) -> bool:
+    def _write_inline(
+        self, rows: list[tuple[str, str, int]], gone: list[tuple[str | bytes]], size: int
+    ) -> bool:
         """Run the write on this thread when nothing can make it wait (see the module
         docstring); False when it must go to a worker thread instead."""
         pages = _pages(size)
@@ -292,6 +323,8 @@ class SqliteCheckpointStore:
             if getattr(exc, "sqlite_errorcode", 0) & 0xFF == _BUSY and not conn.in_transaction:
                 return False
             raise self._failure(exc) from exc
+        except UnicodeDecodeError as exc:
+            raise self._undecodable(exc) from None
         finally:
             self._lock.release()
         self._unchecked += pages
@@ -321,19 +354,63 @@ class SqliteCheckpointStore:
         return f"SqliteCheckpointStore({self.path!r})"
 
 
+def _damaged_key(text: str) -> bool:
+    """Whether `text` holds a lone surrogate: bytes read back that were not UTF-8 (`_rows`).
+    Checked without encoding when it is ASCII, as every key the runtime writes is."""
+    if text.isascii():
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _key_param(key: str) -> str | bytes:
+    """A key as bound to a statement: a damaged key as the raw bytes it was read from."""
+    return key.encode(errors="surrogateescape") if _damaged_key(key) else key
+
+
+def _rows(conn: sqlite3.Connection, query: str, params: Sequence[str]) -> list[Any]:
+    """The rows of `query`; text that is not UTF-8 comes back with its bytes as lone surrogates.
+
+    `sqlite3` decodes text in C and fails the whole query on one damaged value (an
+    `OperationalError` without an SQLite error code). Only then is the query read again through
+    a decoding text factory, so a healthy read pays nothing for it.
+    """
+    try:
+        return conn.execute(query, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", None) is not None:
+            raise
+    conn.text_factory = _surrogate_text
+    try:
+        return conn.execute(query, params).fetchall()
+    finally:
+        conn.text_factory = str
+
+
+def _surrogate_text(raw: bytes) -> str:
+    return raw.decode(errors="surrogateescape")
+
+
 def _pages(size: int) -> int:
     """About how many WAL pages a commit of `size` characters of rows writes."""
     return size // _PAGE + _PAGES_PER_COMMIT
 
 
-def _transact(conn: sqlite3.Connection, rows: list[tuple[str, str, int]], gone: list[tuple[str]]) -> None:
+def _transact(
+    conn: sqlite3.Connection, rows: list[tuple[str, str, int]], gone: list[tuple[str | bytes]]
+) -> None:
     """Upsert `rows` and delete `gone` in one `BEGIN IMMEDIATE` transaction, rolled back on any error."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         if rows:
             conn.executemany(_UPSERT, rows)
         if gone:  # most steps delete nothing: skip the statement
-            conn.executemany("DELETE FROM noetic_rows WHERE key = ?", gone)
+            # The cast leaves a key as it is and reads a damaged key's raw bytes (`_key_param`),
+            # bound as a blob, as the text its row holds; the primary key still finds the row.
+            conn.executemany("DELETE FROM noetic_rows WHERE key = CAST(? AS TEXT)", gone)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

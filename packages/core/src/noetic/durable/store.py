@@ -38,6 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote
 
 from noetic.errors import NoeticError
+from noetic.ids import checked_id
 
 __all__ = [
     "MAX_DEPTH",
@@ -58,9 +59,10 @@ __all__ = [
 def execution_prefix(execution_id: str) -> str:
     """The key prefix owning every record of one execution.
 
-    The id is percent-encoded, so no id's prefix can cover another's (`a` and `a:b`).
+    The id is percent-encoded, so no id's prefix can cover another's (`a` and `a:b`); an id
+    that is not text (a lone surrogate) is `INVALID_ID`.
     """
-    return f"execution:{quote(execution_id, safe='')}:"
+    return f"execution:{quote(checked_id('execution_id', execution_id), safe='')}:"
 
 
 @runtime_checkable
@@ -192,8 +194,15 @@ def row_checksum(value: str) -> int:
 
 
 def verified_row(key: str, value: Any, checksum: int) -> str:
-    """A row's text as read back, checked against its checksum (`CHECKPOINT_CORRUPT` if not)."""
-    if not isinstance(value, str) or row_checksum(value) != checksum:
+    """A row's text as read back, checked against its checksum (`CHECKPOINT_CORRUPT` if not,
+    or if the text holds a lone surrogate: bytes a store read back that were not UTF-8)."""
+    if not isinstance(value, str):
+        raise corrupt(key, "its text does not match its checksum")
+    try:
+        matches = row_checksum(value) == checksum
+    except UnicodeEncodeError:
+        raise corrupt(key, "its text is not UTF-8") from None
+    if not matches:
         raise corrupt(key, "its text does not match its checksum")
     return value
 
