@@ -1125,7 +1125,8 @@ class AgentHarness(Generic[OutT]):
 
         The execution keeps its id, thread and item log; steps the ledger recorded replay
         without running (no model calls, nothing added to `billed_cost`, their spend restored
-        into `cost`), the others run. Raises `UNKNOWN_EXECUTION` without a checkpoint,
+        into `cost`), the others run. A thread that moved on since the execution started keeps
+        its turns: what the execution adds is appended to its history (TH-1). Raises `UNKNOWN_EXECUTION` without a checkpoint,
         `EXECUTION_LOCKED` while another attempt holds it, `CHECKPOINT_SCHEMA_MISMATCH` or
         `CHECKPOINT_CORRUPT` for a checkpoint it cannot trust.
         """
@@ -1181,7 +1182,8 @@ class AgentHarness(Generic[OutT]):
         Raises `THREAD_BUSY` while a turn of the thread runs or waits in this harness (no other
         harness may be running one either). Executions of the thread that still have a
         checkpoint can no longer be resumed (their resume raises `CHECKPOINT_CORRUPT` naming
-        the missing piece): `clear_checkpoint` them too.
+        the missing piece): `clear_checkpoint` them too. Another harness holding the thread in
+        memory writes none of it back once it sees the history gone (TH-2).
         """
         store = self._checkpoint_store()
         if store is None:

@@ -29,7 +29,8 @@ record, never the whole history again. The thread's first turn in a harness read
 and its pieces back, so the model sees every earlier message (SE-2); the record stays until a
 newer one replaces it. Two harnesses that continue one thread at once fork it: the record
 names whichever history was written last, whole, never a mix (HS-4).
-`delete_thread_history` (on the harness) removes the record and the pieces.
+`delete_thread_history` (on the harness) removes the record and the pieces; another harness
+holding the thread sees them gone before its next write and writes nothing for it (TH-2).
 A harness on the same store in another process, or the next run of the program, picks the
 record up the same way. A write that fails on eviction keeps the session in memory (logged),
 so no history is lost; a process killed between two writes loses the turns since the last
