@@ -1126,9 +1126,9 @@ class AgentHarness(Generic[OutT]):
         The execution keeps its id, thread and item log; steps the ledger recorded replay
         without running (no model calls, nothing added to `billed_cost`, their spend restored
         into `cost`), the others run. A thread that moved on since the execution started keeps
-        its turns: what the execution adds is appended to its history (TH-1). Raises `UNKNOWN_EXECUTION` without a checkpoint,
-        `EXECUTION_LOCKED` while another attempt holds it, `CHECKPOINT_SCHEMA_MISMATCH` or
-        `CHECKPOINT_CORRUPT` for a checkpoint it cannot trust.
+        its turns: what the execution adds is appended to its history (TH-1). Raises
+        `UNKNOWN_EXECUTION` without a checkpoint, `EXECUTION_LOCKED` while another attempt holds
+        it, `CHECKPOINT_SCHEMA_MISMATCH` or `CHECKPOINT_CORRUPT` for a checkpoint it cannot trust.
         """
         store = self._checkpoint_store()
         if store is None:
