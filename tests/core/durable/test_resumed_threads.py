@@ -8,6 +8,7 @@ from typing import Any
 
 import noetic as nt
 import pytest
+from noetic.durable import MemoryCheckpointStore
 from noetic.durable.history import thread_prefix
 from noetic.items import MessageItem
 from noetic.model import ModelRequest
@@ -226,3 +227,30 @@ async def test_th_2_a_thread_started_over_elsewhere_is_not_overwritten(
     async with agent.harness(storage.spec()) as later:
         await later.run("next", thread_id="th")
     assert agent.last_seen() == ["a fresh start", "re:a fresh start", "next"]
+
+
+class _HistoryReadFails(MemoryCheckpointStore):
+    """A store whose listing of one thread's history record fails while `failing` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = False
+
+    async def list_prefix(self, prefix: str) -> list[str]:
+        if self.failing and prefix == history_key("th"):
+            raise nt.NoeticError("CHECKPOINT_STORE_FAILED", "the store is unreachable")
+        return await super().list_prefix(prefix)
+
+
+async def test_th_1_a_resume_stopped_by_an_unreadable_thread_history_can_be_retried() -> None:
+    agent, store = _Agent(), _HistoryReadFails()
+    async with agent.harness(store) as h:
+        await agent.fail_once(h, "first", "ex")
+    async with agent.harness(store) as h:  # a new harness: the thread's history is read back first
+        store.failing = True
+        with pytest.raises(nt.NoeticError) as err:
+            await h.resume("ex")
+        assert err.value.code == "CHECKPOINT_STORE_FAILED"
+        store.failing = False
+        resumed = await h.resume("ex")  # the failed attempt let go of the execution's claim
+    assert resumed.output == "re:first"
