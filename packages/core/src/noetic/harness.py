@@ -37,9 +37,10 @@ from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.logs import logger
 from noetic.model import ModelAdapter
 from noetic.records import FrozenRecord, set_field
+from noetic.resumed_turns import catch_up, thread_moved_on
 from noetic.runtime import Execution
 from noetic.scheduler_pass import SchedulerPass, pass_for
-from noetic.sessions import DEFAULT_HOT_SESSIONS, EvictionPolicy, SessionTable, stored_point
+from noetic.sessions import DEFAULT_HOT_SESSIONS, EvictionPolicy, SessionTable, set_chain, stored_point
 from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streams import StreamEvent, TurnStream, items_from_events
@@ -218,6 +219,7 @@ class _Session:
 
     __slots__ = (
         "_last_response",
+        "anchor",
         "chain",
         "current",
         "idle",
@@ -256,6 +258,9 @@ class _Session:
         #: The log and how far of it the store's history pieces hold (`noetic.durable.history`):
         #: a turn's start and an eviction write only the items past that point.
         self.chain: tuple[ItemLog, StoredPoint] | None = None
+        #: The digest of the oldest history piece this session knows the store held (read back
+        #: or written): gone later, the thread's stored history was deleted (TH-2).
+        self.anchor: str | None = None
 
     def enqueue(self, ticket: _Ticket) -> None:
         """Queue an input for the thread's next turn."""
@@ -850,24 +855,40 @@ class AgentHarness(Generic[OutT]):
         """Read an evicted thread's history back before its first turn here (SE-2); when
         that fails the turn's tickets get the error and False is returned.
 
-        A resumed execution brings its own history (its snapshot's log), so none is read for it.
+        A resumed execution runs on its own log, but the thread's history is read all the same:
+        the thread may have moved on since the execution started, and keeps those turns (TH-1).
+        A damaged thread history does not stop the resume (its own history was read and
+        checked): the warning says the execution's log becomes the thread's.
         """
-        if tickets[0].restored is not None:
-            session.restore_pending = False
-            return True
         try:
             await self._sessions.restore(session)
         except NoeticError as exc:
-            error = exc
-        except BaseException:
-            for ticket in tickets:
-                ticket.finish(None, cancelled("the turn was interrupted"))
+            if not (exc.code == "CHECKPOINT_CORRUPT" and tickets[0].restored is not None):
+                return await self._not_restored(session, tickets, exc)
+            log.warning(
+                "thread %r: %s; resuming execution %r, whose history becomes the thread's (TH-1)",
+                session.thread_id,
+                exc.message,
+                tickets[0].execution_id,
+            )
+            session.restore_pending = False
+        except BaseException as exc:
+            await self._not_restored(session, tickets, exc)
             raise
-        else:
-            return True
-        session.last_error = error
+        return True
+
+    async def _not_restored(self, session: _Session, tickets: list[_Ticket], exc: BaseException) -> bool:
+        """Answer the tickets of a turn whose thread history could not be read (`exc`, or
+        `cancelled` for an interruption) and return False."""
+        error = exc if isinstance(exc, NoeticError) else cancelled("the turn was interrupted")
+        if error is exc:
+            session.last_error = error
         for ticket in tickets:
             ticket.finish(None, error)
+        with anyio.CancelScope(shield=True):  # a resume that never starts: the next one may claim it
+            for ticket in tickets:
+                if ticket.restored is not None:
+                    await ticket.restored.claim.release()
         return False
 
     def _turn_input(self, tickets: list[_Ticket], ctx: Context) -> Any:
@@ -907,11 +928,13 @@ class AgentHarness(Generic[OutT]):
         )
         if restored is None:
             ctx = Context(run, item_log=session.log, state=first.state, id=first.execution_id)
-        else:  # the snapshot's log is the thread's history as the execution saw it (RS-14)
+        else:  # the execution runs on its snapshot's log, its thread's history as it saw it (RS-14)
             ctx = restored.context(run)
-            session.log = ctx.item_log
-            if restored.snapshot.history is not None:  # its stored pieces go on from there
-                session.chain = (session.log, restored.snapshot.history)
+            if not thread_moved_on(session.log, ctx.item_log):  # nothing to lose: it becomes the thread's
+                session.log = ctx.item_log
+                if restored.snapshot.history is not None:  # its stored pieces go on from there
+                    set_chain(session, session.log, restored.snapshot.history)
+            # else the thread keeps its log; the turn's end appends what the execution adds (TH-1)
         run.root = ctx
         session.log.stop_listeners()
         run.watch_log(ctx)
@@ -941,7 +964,7 @@ class AgentHarness(Generic[OutT]):
             restore_frame(frame)
             try:
                 if run.recorder is None and run.layers.root is None:  # nothing in the finish can block
-                    self._end_execution(run, session)
+                    self._end_execution(run, session, first_item)
                     self._answer_turn(run, session, tickets, output, error, first_item, started)
                 elif run.recorder is None and run.layers.quiet_finish():  # layers with nothing to wait for
                     await self._finish_turn(run, session, tickets, output, error, first_item, started)
@@ -963,7 +986,7 @@ class AgentHarness(Generic[OutT]):
     ) -> None:
         """End the turn: close its recorder and tear its root layers down (either may block),
         then answer its tickets."""
-        self._end_execution(run, session)
+        self._end_execution(run, session, first_item)
         if run.recorder is not None:
             outcome: Outcome = (
                 "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
@@ -973,12 +996,17 @@ class AgentHarness(Generic[OutT]):
             await run.layers.finish_root(error)
         self._answer_turn(run, session, tickets, output, error, first_item, started)
 
-    def _end_execution(self, run: Execution, session: _Session) -> None:
-        """Detach the finished execution from its thread and close its channels."""
-        assert run.root is not None
+    def _end_execution(self, run: Execution, session: _Session, first_item: int) -> None:
+        """Detach the finished execution from its thread and close its channels; a resumed
+        execution that ran on its own log hands the thread the items it lacks (TH-1)."""
+        ctx = run.root
+        assert ctx is not None
         session.current = None
-        self._channels.close(run.root.id)  # CH-13: what the turn sent and nobody received ends here
+        self._channels.close(ctx.id)  # CH-13: what the turn sent and nobody received ends here
         session.log.stop_listeners()  # the finished execution must not stay reachable from the log
+        if ctx.item_log is not session.log:
+            ctx.item_log.stop_listeners()
+            catch_up(session.log, ctx.item_log.items[first_item:])
 
     def _answer_turn(
         self,
@@ -1033,7 +1061,7 @@ class AgentHarness(Generic[OutT]):
                 stored=stored_point(session),
             )
             if written is not None:
-                session.chain = (session.log, written)
+                set_chain(session, session.log, written)
 
     def _response(self, ctx: Context, output: Any, first_item: int) -> HarnessResponse:
         items = tuple(ctx.item_log.items)
@@ -1131,9 +1159,10 @@ class AgentHarness(Generic[OutT]):
 
         The execution keeps its id, thread and item log; steps the ledger recorded replay
         without running (no model calls, nothing added to `billed_cost`, their spend restored
-        into `cost`), the others run. Raises `UNKNOWN_EXECUTION` without a checkpoint,
-        `EXECUTION_LOCKED` while another attempt holds it, `CHECKPOINT_SCHEMA_MISMATCH` or
-        `CHECKPOINT_CORRUPT` for a checkpoint it cannot trust.
+        into `cost`), the others run. A thread that moved on since the execution started keeps
+        its turns: what the execution adds is appended to its history (TH-1). Raises
+        `UNKNOWN_EXECUTION` without a checkpoint, `EXECUTION_LOCKED` while another attempt holds
+        it, `CHECKPOINT_SCHEMA_MISMATCH` or `CHECKPOINT_CORRUPT` for a checkpoint it cannot trust.
         """
         store = self._checkpoint_store()
         if store is None:
@@ -1187,7 +1216,8 @@ class AgentHarness(Generic[OutT]):
         Raises `THREAD_BUSY` while a turn of the thread runs or waits in this harness (no other
         harness may be running one either). Executions of the thread that still have a
         checkpoint can no longer be resumed (their resume raises `CHECKPOINT_CORRUPT` naming
-        the missing piece): `clear_checkpoint` them too.
+        the missing piece): `clear_checkpoint` them too. Another harness holding the thread in
+        memory writes none of it back once it sees the history gone (TH-2).
         """
         store = self._checkpoint_store()
         if store is None:

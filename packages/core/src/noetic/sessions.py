@@ -29,7 +29,8 @@ record, never the whole history again. The thread's first turn in a harness read
 and its pieces back, so the model sees every earlier message (SE-2); the record stays until a
 newer one replaces it. Two harnesses that continue one thread at once fork it: the record
 names whichever history was written last, whole, never a mix (HS-4).
-`delete_thread_history` (on the harness) removes the record and the pieces.
+`delete_thread_history` (on the harness) removes the record and the pieces; another harness
+holding the thread sees them gone before its next write and writes nothing for it (TH-2).
 A harness on the same store in another process, or the next run of the program, picks the
 record up the same way. A write that fails on eviction keeps the session in memory (logged),
 so no history is lost; a process killed between two writes loses the turns since the last
@@ -72,6 +73,7 @@ __all__ = [
     "EvictionPolicy",
     "SessionTable",
     "history_key",
+    "set_chain",
     "stored_point",
 ]
 
@@ -104,12 +106,20 @@ def stored_point(session: _Session) -> StoredPoint:
     return EMPTY
 
 
+def set_chain(session: _Session, item_log: ItemLog, point: StoredPoint) -> None:
+    """Note that the store's pieces hold `item_log` up to `point` (the first piece this
+    session knows stored becomes its anchor, TH-2)."""
+    session.chain = (item_log, point)
+    if session.anchor is None and point.tip is not None:
+        session.anchor = point.tip
+
+
 def _advance_chain(session: _Session, item_log: ItemLog, point: StoredPoint) -> None:
     """Note that the store's pieces hold `item_log` up to `point`, unless a turn's start
     stored more of it meanwhile."""
     chain = session.chain
     if chain is None or chain[0] is not item_log or chain[1].count < point.count:
-        session.chain = (item_log, point)
+        set_chain(session, item_log, point)
 
 
 def _record_current(session: _Session) -> bool:
@@ -381,7 +391,10 @@ class SessionTable:
     async def _write_out(self, batch: dict[str, _Leaving]) -> None:
         store = self._store()
         assert store is not None  # only sessions of a harness with storage leave this way
-        await _warn_of_forks(store, [leaving.session for leaving in batch.values()])
+        for thread_id in await _check_records(store, [leaving.session for leaving in batch.values()]):
+            self._deleted_elsewhere(batch.pop(thread_id))
+        if not batch:
+            return
         try:
             await store.write({key: text for leaving in batch.values() for key, text in leaving.rows.items()})
         except NoeticError as exc:
@@ -399,6 +412,19 @@ class SessionTable:
                 # (a prefix of its history) is replaced by the next write
                 self._idle[session.thread_id] = time.monotonic()
                 self._idle.move_to_end(session.thread_id)
+
+    def _deleted_elsewhere(self, leaving: _Leaving) -> None:
+        """A leaving session whose stored history another harness deleted (TH-2): nothing is
+        written; an idle one starts over and leaves memory, so its next turn, here or anywhere,
+        has an empty history. One a turn came for meanwhile stays as it is, idle again later."""
+        session = leaving.session
+        session.leaving = False
+        if _is_idle(session) and leaving.unchanged():
+            self.forget(session.thread_id)
+            self._drop(session)
+        else:
+            self._idle[session.thread_id] = time.monotonic()
+            self._idle.move_to_end(session.thread_id)
 
     def _keep(self, session: _Session, why: str) -> None:
         """A session whose history could not be written stays in memory, idle again."""
@@ -425,7 +451,8 @@ class SessionTable:
                 items = await load_point(store, session.thread_id, point, self._declarations(), owner=key)
             session.log = ItemLog([*items, *session.log.items])
         if point is not None:  # a version-1 record names no pieces: the next write stores them
-            session.stored = session.chain = (session.log, point)
+            session.stored = (session.log, point)
+            set_chain(session, session.log, point)
         session.restore_pending = False
 
     def check_not_busy(self, thread_id: str) -> None:
@@ -452,6 +479,7 @@ class SessionTable:
             session.packed = None
             session.last_response = None
             session.stored = session.chain = (session.log, EMPTY)  # as good as no record at all
+            session.anchor = None
             session.restore_pending = False
 
     async def save_all(self) -> None:
@@ -475,9 +503,14 @@ class SessionTable:
         if store is None:
             return
         for start in range(0, len(changed), _BATCH):
+            batch = changed[start : start + _BATCH]
+            deleted = await _check_records(store, batch)
             rows: dict[str, str] = {}
             saved: list[tuple[_Session, ItemLog, StoredPoint]] = []
-            for session in changed[start : start + _BATCH]:
+            for session in batch:
+                if session.thread_id in deleted:  # TH-2: not brought back
+                    self.forget(session.thread_id)
+                    continue
                 try:
                     session_rows, point = _history_rows(session)
                 except (TypeError, ValueError) as exc:
@@ -485,7 +518,8 @@ class SessionTable:
                     continue
                 rows.update(session_rows)
                 saved.append((session, session.log, point))
-            await _warn_of_forks(store, [session for session, _, _ in saved])
+            if not rows:
+                continue
             try:
                 await store.write(rows)
             except NoeticError as exc:
@@ -526,44 +560,67 @@ def _history_rows(session: _Session) -> tuple[dict[str, str], StoredPoint]:
     return rows, point
 
 
-async def _warn_of_forks(store: CheckpointStore, sessions: list[_Session]) -> None:
-    """Log a warning for each thread whose history record another harness rewrote since this
-    one last read or wrote it: the thread forked (HS-4), and the record about to be written
-    names this harness's branch only.
+async def _check_records(store: CheckpointStore, sessions: list[_Session]) -> set[str]:
+    """Look at the store before writing the sessions' history records: the thread ids whose
+    stored history another harness deleted since this one read or wrote it (TH-2) — their
+    history must not be written again — and a logged warning for each thread whose record
+    another harness rewrote meanwhile: the thread forked (HS-4), and the record about to be
+    written names this harness's branch only.
 
-    A check before the write, not a guard: the store has no conditional write, so two harnesses
-    writing at the same instant can still both miss it. A store that fails here is left to the
-    write that follows, which reports it.
+    A deleted history is told by its anchor, the oldest piece this session knew stored (pieces
+    are only ever removed all at once, by `delete_thread_history`), or by the record this
+    session last read or wrote having gone. A check before the write, not a guard: the store
+    has no conditional write, so a deletion or a write by another harness at the same instant
+    can still be missed. A store that fails here is left to the write that follows, which
+    reports it.
     """
-    from noetic.durable.history import point_of
+    from noetic.durable.history import piece_key, point_of
 
-    known = {history_key(s.thread_id): (s, s.stored[1]) for s in sessions if s.stored is not None}
-    if not known:
-        return
+    keys = [history_key(s.thread_id) for s in sessions if s.stored is not None]
+    keys += [piece_key(s.thread_id, s.anchor) for s in sessions if s.anchor is not None]
+    if not keys:
+        return set()
     try:
-        rows = await store.get_many(list(known))
+        rows = await store.get_many(keys)
     except NoeticError:
-        return
+        return set()
     import json  # on first use: `import json` compiles its regexes (5 M instructions)
 
-    for key, text in rows.items():
-        session, point = known[key]
+    deleted: set[str] = set()
+    for session in sessions:
+        thread_id, stored, anchor = session.thread_id, session.stored, session.anchor
+        text = rows.get(history_key(thread_id))
+        if (anchor is not None and piece_key(thread_id, anchor) not in rows) or (
+            stored is not None and stored[1].tip is not None and text is None
+        ):
+            deleted.add(thread_id)
+            log.warning(
+                "thread %r: its stored history was deleted (delete_thread_history in another "
+                "harness) since this harness read or wrote it; it is not written again, and the "
+                "%d items this harness held for it are dropped (TH-2)",
+                thread_id,
+                len(session.log),
+            )
+            continue
+        if stored is None or text is None:
+            continue
         try:
             record = json.loads(text)
         except ValueError:  # damaged (or split, version 1): the write replaces it either way
             continue
         theirs = point_of(record.get("history")) if isinstance(record, dict) else None
-        if theirs is not None and theirs != point:
+        if theirs is not None and theirs != stored[1]:
             log.warning(
                 "thread %r was continued by another harness since this one read its history "
                 "(the store's record names %d items; this harness last read or wrote %d and now has %d): "
                 "the record now names this harness's history, and the other turns stay only in "
                 "their own executions (a forked thread, HS-4)",
-                session.thread_id,
+                thread_id,
                 theirs.count,
-                point.count,
+                stored[1].count,
                 len(session.log),
             )
+    return deleted
 
 
 def _load_history(
