@@ -47,8 +47,8 @@ __all__ = ["PackedSession", "pack"]
 class PackedSession:
     """A packed session's items and last response as bytes (`count` items); `unpack` (called
     by the log's first read) hands the response back to the session and returns the items.
-    `usage_measure` and `usage_shared` are the response's unread layer usage but its own
-    figures (None when it has none): references only, to what the harness holds anyway."""
+    `usage_measure` and `usage_shared` are what the response's unread layer usage keeps besides
+    its own figures (None when it has none): references to what the harness holds anyway."""
 
     __slots__ = ("_data", "_session", "count", "log", "usage_measure", "usage_shared")
 
