@@ -385,3 +385,83 @@ async def test_a_layer_usage_that_cannot_be_settled_leaves_the_session_unpacked(
         first = await h.run("add 2 and 3", thread_id="a")
         assert _packed(h) == set()
         assert await h.get_agent_response(thread_id="a") is first
+
+
+class Rejected(Exception):
+    """Pickles, but does not read back: `__init__` takes two arguments, the pickle passes one."""
+
+    def __init__(self, reason: str, code: int):
+        super().__init__(reason)
+        self.code = code
+
+
+#: Whether `Flaky` values fail to read back (set by the test after the session was packed).
+FLAKY_FAILS = False
+
+
+def _restore_flaky() -> Flaky:
+    if FLAKY_FAILS:
+        raise RuntimeError("the class changed since it was packed")
+    return Flaky()
+
+
+class Flaky:
+    """Reads back while `FLAKY_FAILS` is false."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return _restore_flaky, ()
+
+
+def _verdict(text: str) -> Rejected:
+    return Rejected(f"policy rejected {text!r}", 403)
+
+
+async def test_an_output_that_does_not_read_back_leaves_the_session_unpacked() -> None:
+    model = ScriptedModel.echo()
+    graph = nt.sequence("c", [nt.call_model("answer"), nt.run_code("check", _verdict)])
+    async with nt.AgentHarness("t", agent_graph=graph, model=model, hot_sessions=0) as h:
+        first = await h.run("hello", thread_id="a")
+        await h.run("other", thread_id="b")
+        assert "a" not in _packed(h)  # it would never have come back
+        again = await h.get_agent_response(thread_id="a")
+        assert again is not None and again.output is first.output
+        await h.run("again", thread_id="a")
+        assert _texts(model.calls[-1].items) == ["hello", "hello", "again"]
+
+
+async def test_an_item_that_does_not_read_back_leaves_the_session_unpacked() -> None:
+    from noetic.items import ExtensionItem
+
+    def note(text: str, ctx: nt.Context) -> str:
+        ctx.item_log.append(ExtensionItem(type="acme:verdict", data={}, verdict=Rejected("no", 403)))
+        return text
+
+    model = ScriptedModel.echo()
+    graph = nt.sequence("c", [nt.call_model("answer"), nt.run_code("note", note)])
+    async with nt.AgentHarness("t", agent_graph=graph, model=model, hot_sessions=0) as h:
+        await h.run("hello", thread_id="a")
+        await h.run("other", thread_id="b")
+        assert "a" not in _packed(h)
+        await h.run("again", thread_id="a")
+        assert _texts(model.calls[-1].items) == ["hello", "hello", "again"]
+
+
+async def test_a_session_that_fails_to_read_back_stays_packed_and_says_so() -> None:
+    global FLAKY_FAILS
+    graph = nt.sequence("c", [nt.call_model("answer"), nt.run_code("flaky", lambda _: Flaky())])
+    async with nt.AgentHarness("t", agent_graph=graph, model=ScriptedModel.echo(), hot_sessions=0) as h:
+        first = await h.run("hello", thread_id="a")
+        await h.run("other", thread_id="b")
+        assert "a" in _packed(h)  # it read back when it was packed
+        FLAKY_FAILS = True
+        try:
+            for _ in range(2):  # every read says so, and nothing is dropped meanwhile
+                with pytest.raises(nt.NoeticError) as caught:
+                    await h.get_agent_response(thread_id="a")
+                assert caught.value.code == "SESSION_UNPACK_FAILED"
+                assert "thread 'a'" in caught.value.message and "a" in _packed(h)
+        finally:
+            FLAKY_FAILS = False
+        again = await h.get_agent_response(thread_id="a")
+        assert again is not None and isinstance(again.output, Flaky) and again.items == first.items
+        assert "a" not in _packed(h)

@@ -60,6 +60,7 @@ RUNTIME_CODES = frozenset(
         "EXECUTION_EXISTS",
         "UNKNOWN_EXECUTION",
         "THREAD_BUSY",
+        "SESSION_UNPACK_FAILED",
         "LIMIT_EXCEEDED",
         "DECISION_ANSWER_INVALID",
         # noetic-durable-dbos: executions run by worker processes

@@ -20,6 +20,14 @@ read back only by it, never stored or received. A session whose items or respons
 pickled (a class defined inside a function, an open file as output) simply stays unpacked.
 Read back, the items and the response are equal copies of the originals, not the same objects.
 
+Pickling can succeed where reading back fails (an exception class whose `__init__` takes other
+arguments than it passes on, a custom `__reduce__`), and a session that cannot be read back
+would have lost its thread. So what the harness did not make itself is tried both ways before
+a session is packed: the turn's output unless it is plain data (strings, numbers, lists and
+dicts of them), and every item that is not one of the four built-in item types; a value that
+does not come back leaves the session unpacked. Should reading back fail all the same, the
+session stays packed — nothing is dropped — and the read raises `SESSION_UNPACK_FAILED`.
+
 One part of a response is not pickled: its layer usage when nobody has read it yet (a
 `LazyUsage`, measured on first read). Most of what that holds the harness keeps anyway — the
 tool definitions, the items the layers rendered — and copying it would cost more than the rest
@@ -35,6 +43,8 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any
 
+from noetic.errors import NoeticError
+from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem, ReasoningItem
 from noetic.layers.usage import LazyUsage
 
 if TYPE_CHECKING:
@@ -47,8 +57,8 @@ __all__ = ["PackedSession", "pack"]
 class PackedSession:
     """A packed session's items and last response as bytes (`count` items); `unpack` (called
     by the log's first read) hands the response back to the session and returns the items.
-    `usage_measure` and `usage_shared` are the response's unread layer usage but its own
-    figures (None when it has none): references only, to what the harness holds anyway."""
+    `usage_measure` and `usage_shared` are what the response's unread layer usage keeps besides
+    its own figures (None when it has none): references to what the harness holds anyway."""
 
     __slots__ = ("_data", "_session", "count", "log", "usage_measure", "usage_shared")
 
@@ -66,8 +76,16 @@ class PackedSession:
         """Decode the items and give the session its response back (once)."""
         session = self._session
         assert session is not None  # a log unpacks once
+        try:
+            items, response, usage_own = pickle.loads(self._data)
+        except Exception as exc:  # an object's own reduction raises what it likes
+            raise NoeticError(
+                "SESSION_UNPACK_FAILED",
+                f"thread {session.thread_id!r}: its idle session could not be read back "
+                f"({type(exc).__name__}: {exc}); it stays as it was",
+                thread_id=session.thread_id,
+            ) from exc
         self._session = None
-        items, response, usage_own = pickle.loads(self._data)
         if self.usage_measure is not None and self.usage_shared is not None:
             cls, fields = response
             usage = LazyUsage(self.usage_measure, self.usage_shared, usage_own)
@@ -95,6 +113,8 @@ def pack(session: _Session) -> bool:
         else:
             usage = None
         data = pickle.dumps((items, response, usage_own), protocol=pickle.HIGHEST_PROTOCOL)
+        if not _comes_back(items, session._last_response):
+            return False
     except Exception:  # noqa: BLE001 - pickle raises whatever an object's own reduction raises,
         return False  # settling a layer's figures whatever they hold: the session stays unpacked
     packed = PackedSession(session, data, len(items), usage)
@@ -108,3 +128,46 @@ def _fields_without_usage(response: HarnessResponse[Any]) -> tuple[type, dict[st
     """The response's class and the fields it is made from, but its layer usage."""
     cls = type(response)
     return cls, {name: getattr(response, name) for name in cls._init_fields if name != "_layer_usage"}
+
+
+#: The item types the harness builds itself, whose fields are plain data (see the module docstring).
+_BUILT_IN_ITEMS = (MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem)
+#: How many values `_plain` looks at before it calls a value not plain (and so tries it).
+_PLAIN_NODES = 1000
+
+
+def _comes_back(items: tuple[Item, ...], response: HarnessResponse[Any] | None) -> bool:
+    """Whether what the harness did not make itself reads back from a pickle: the turn's output
+    (unless plain data) and the items that are not built-in ones, each tried on its own."""
+    foreign: list[Any] = [item for item in items if type(item) not in _BUILT_IN_ITEMS]
+    if response is not None and not _plain(response.output):
+        foreign.append(response.output)
+    for value in foreign:
+        try:
+            pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception:  # noqa: BLE001 - an object's own reduction raises what it likes
+            return False
+    return True
+
+
+def _plain(value: Any) -> bool:
+    """True for strings, numbers, booleans, None and lists, tuples and string-keyed dicts of
+    them (at most `_PLAIN_NODES` values): pickle gives those back whatever they hold."""
+    stack, seen = [value], 0
+    while stack:
+        seen += 1
+        if seen > _PLAIN_NODES:
+            return False
+        current = stack.pop()
+        kind = type(current)
+        if kind in (str, int, float, bool) or current is None:
+            continue
+        if kind in (list, tuple):
+            stack.extend(current)
+        elif kind is dict:
+            if not all(type(key) is str for key in current):
+                return False
+            stack.extend(current.values())
+        else:
+            return False
+    return True
