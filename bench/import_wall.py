@@ -4,7 +4,8 @@ A 0.1 s import timed a few times scatters by ±30 % on a shared machine, and a b
 that lands on one subject and not the other moves the ratio by as much as the work measured.
 Here every round imports each program once, each in a fresh interpreter with warm bytecode
 caches, in an order rotated every round; the figures are medians over the rounds and the
-median of the per-round ratios. Every program gets the same module search path (`PYTHONPATH`
+median of the per-round ratios, for wall time (S4's figure) and for the process's CPU time
+(which time spent waiting for a core on a busy machine does not inflate). Every program gets the same module search path (`PYTHONPATH`
 set to a `packages/core/src`), the floor included. `--tree DIR` adds `import noetic` from
 another checkout (for example `git archive` of the commit before a change):
 
@@ -35,23 +36,28 @@ def main() -> None:
         programs[f"import noetic ({args.tree})"] = ("import noetic", args.tree / "packages" / "core" / "src")
     for statement, path in programs.values():  # the first run writes the bytecode caches
         import_time(statement, path)
-    seconds: dict[str, list[float]] = {name: [] for name in programs}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in programs}
     for k in range(args.rounds):
         for name in rotate(tuple(programs), k):
             result = import_time(*programs[name])
             if "error" in result:
                 raise SystemExit(f"{name}: {result['error']}")
-            seconds[name].append(result["seconds"])
-    floor = seconds[FLOOR]
+            results[name].append(result)
     print(
-        f"{args.rounds} rounds; medians in ms (min–max); ratio over the floor: of medians, median per round"
+        f"{args.rounds} rounds; medians in ms (min–max); over the floor: ratio of medians, median per round"
     )
-    for name, values in seconds.items():
-        paired = statistics.median(v / f for v, f in zip(values, floor, strict=True))
-        print(
-            f"| {name} | {statistics.median(values) * 1e3:.1f} ({min(values) * 1e3:.1f}–{max(values) * 1e3:.1f})"
-            f" | {statistics.median(values) / statistics.median(floor):.3f}× | {paired:.3f}× |"
-        )
+    for clock in ("seconds", "cpu_seconds"):
+        print(f"\n| {'wall' if clock == 'seconds' else 'CPU'} time | ms | over the floor | per round |")
+        print("| --- | ---: | ---: | ---: |")
+        floor = [r[clock] for r in results[FLOOR]]
+        for name, runs in results.items():
+            values = [r[clock] for r in runs]
+            paired = statistics.median(v / f for v, f in zip(values, floor, strict=True))
+            median = statistics.median(values)
+            print(
+                f"| {name} | {median * 1e3:.1f} ({min(values) * 1e3:.1f}–{max(values) * 1e3:.1f})"
+                f" | {median / statistics.median(floor):.3f}× | {paired:.3f}× |"
+            )
 
 
 if __name__ == "__main__":
