@@ -223,3 +223,13 @@ async def test_a_file_shorter_than_a_header_or_not_sqlite_is_corrupt(tmp_path: P
         await store.aclose()
     assert caught.value.code == "CHECKPOINT_CORRUPT"
     assert path.stat().st_size == 18  # nothing was written into it
+
+
+async def test_a_path_that_is_a_directory_is_a_store_failure(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(str(tmp_path))
+    try:
+        with pytest.raises(nt.NoeticError) as caught:
+            await store.list_prefix("")
+    finally:
+        await store.aclose()
+    assert caught.value.code == "CHECKPOINT_STORE_FAILED"

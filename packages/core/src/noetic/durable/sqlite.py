@@ -30,9 +30,9 @@ Each row stores the JSON text and its CRC-32; a row whose text no longer matches
 a key or text that is not UTF-8, a database file SQLite reports as damaged, or one shorter than
 its header says (`noetic.durable.sqlite_header`, checked when the store opens it) raises
 `CHECKPOINT_CORRUPT`. A damaged key still lists (`list_prefix`), as a string holding the bytes
-that are not UTF-8 as lone surrogates (Python's `surrogateescape`), so the damage is named,
-reading it raises `CHECKPOINT_CORRUPT` and deleting it (`clear_checkpoint`) removes the row. The table layout is
-versioned through `PRAGMA user_version`. Claims lock a byte of the sidecar file
+that are not UTF-8 as lone surrogates (Python's `surrogateescape`): reading it raises
+`CHECKPOINT_CORRUPT` naming it, and deleting it (`clear_checkpoint`) removes the row. The
+table layout is versioned through `PRAGMA user_version`. Claims lock a byte of the sidecar file
 `{path}-claims` (see `noetic.durable.claims`).
 """
 

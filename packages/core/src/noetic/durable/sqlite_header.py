@@ -32,8 +32,9 @@ _WAL_HEADER_BYTES = 32
 def truncation(path: str) -> str | None:
     """Why the database file at `path` is shorter than its header says, or None.
 
-    None too when the file does not exist, is not a SQLite file (SQLite itself then reports
-    `SQLITE_NOTADB`), its header's page count is not maintained, or a `-wal` file holds frames.
+    None too when the file cannot be read (it does not exist yet, or SQLite reports why it
+    cannot open it), is not a SQLite file (SQLite itself then reports `SQLITE_NOTADB`), its
+    header's page count is not maintained, or a `-wal` file holds frames.
     """
     wal = f"{path}-wal"
     if _has_frames(wal):
@@ -42,7 +43,7 @@ def truncation(path: str) -> str | None:
         with open(path, "rb") as file:
             header = file.read(_HEADER_BYTES)
             size = os.fstat(file.fileno()).st_size
-    except FileNotFoundError:
+    except OSError:  # missing (a new store), a directory, unreadable: SQLite says which
         return None
     if _has_frames(wal):  # a writer started meanwhile: its checkpoint may be copying pages
         return None
