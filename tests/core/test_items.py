@@ -129,7 +129,7 @@ def test_il_7_quiet_append_dedupes_by_id() -> None:
     log = ItemLog()
     item = user_message("x")
     heard: list[Any] = []
-    log._listeners.append(heard.append)
+    log.listen(heard.append)
     assert log.append_quietly(item) and not log.append_quietly(item)
     assert len(log) == 1 and heard == []
 

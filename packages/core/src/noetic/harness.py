@@ -22,8 +22,7 @@ from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-# `anyio.lowlevel` (a checkpoint) is only reached inside a running event loop, whose backend
-# has imported it by then; `import noetic` leaves it (and `anyio.abc`) unloaded.
+# `import noetic` leaves `anyio.abc` unloaded (it is needed for type checking only).
 import anyio
 
 from noetic.channels import Channel, ChannelHandle, ChannelHub
@@ -41,6 +40,7 @@ from noetic.model import ModelAdapter
 from noetic.records import FrozenRecord, set_field
 from noetic.resumed_turns import catch_up, thread_moved_on
 from noetic.runtime import Execution
+from noetic.scheduler_pass import SchedulerPass, pass_for
 from noetic.sessions import DEFAULT_HOT_SESSIONS, EvictionPolicy, SessionTable, set_chain, stored_point
 from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
@@ -51,7 +51,6 @@ from noetic.usage import RoundUsage
 
 if TYPE_CHECKING:
     import anyio.abc
-    import anyio.lowlevel
     from opentelemetry.context import Context as OtelContext
     from opentelemetry.trace import TracerProvider
 
@@ -205,6 +204,11 @@ class _Ticket:
             await self._waiter.wait()
 
 
+#: A thread's queued inputs: a list, or the empty tuple (which the cyclic GC does not track, GC-2)
+#: while nothing is queued.
+_Queue = list[_Ticket] | tuple[()]
+
+
 class _Session:
     """One thread: its history, queue, stream and last outcome.
 
@@ -235,7 +239,8 @@ class _Session:
         self.thread_id = thread_id
         self.log = ItemLog()
         self.stream = TurnStream(harness_name)
-        self.queue: list[_Ticket] = []
+        #: The inputs waiting for a turn; `()` when none (an idle thread keeps no empty list).
+        self.queue: _Queue = ()
         self.running = False
         self.idle: anyio.Event | None = None
         self.current: Context | None = None
@@ -256,6 +261,23 @@ class _Session:
         #: The digest of the oldest history piece this session knows the store held (read back
         #: or written): gone later, the thread's stored history was deleted (TH-2).
         self.anchor: str | None = None
+
+    def enqueue(self, ticket: _Ticket) -> None:
+        """Queue an input for the thread's next turn."""
+        if self.queue:
+            self.queue.append(ticket)
+        else:
+            self.queue = [ticket]
+
+    def withdraw(self, ticket: _Ticket) -> bool:
+        """Take a still-queued input out of the queue; False when it is not there."""
+        queue = self.queue
+        if not isinstance(queue, list) or ticket not in queue:
+            return False
+        queue.remove(ticket)
+        if not queue:
+            self.queue = ()
+        return True
 
     @property
     def last_response(self) -> HarnessResponse | None:
@@ -397,6 +419,8 @@ class AgentHarness(Generic[OutT]):
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope_type: type[anyio.CancelScope] | None = None
         self._yields_to_subscribe = 2
+        #: One pass of this event loop at the least cost in objects (`noetic.scheduler_pass`).
+        self._scheduler_pass: SchedulerPass = pass_for(None)
         self._background = 0
         self._background_idle: anyio.Event | None = None
         url = inspect_url(inspect if inspect is not None else os.environ.get("NOETIC_INSPECT"))
@@ -529,6 +553,7 @@ class AgentHarness(Generic[OutT]):
         self._scope_type = type(anyio.CancelScope())  # this event loop's scope class (see Abortable)
         # asyncio runs ready tasks first in, first out: one yield lets a just-started task run
         self._yields_to_subscribe = 1 if self._scope_type.__module__.endswith("_asyncio") else 2
+        self._scheduler_pass = pass_for(self._scope_type)
         return self
 
     async def __aexit__(
@@ -575,7 +600,7 @@ class AgentHarness(Generic[OutT]):
     def _stop_workers(self, reason: str) -> None:
         """Abort running turns and cancel the worker tasks (a no-op once they are idle)."""
         for session in self._sessions.values():
-            queued, session.queue = session.queue, []
+            queued, session.queue = session.queue, ()
             for ticket in queued:
                 ticket.finish(None, cancelled(reason))
             if session.current is not None:
@@ -710,7 +735,7 @@ class AgentHarness(Generic[OutT]):
         session = self._session(thread_id)
         ticket = _Ticket(input, execution_id, resource_id, state, restored)
         ticket.trace_parent = self._tracing.caller_context()
-        session.queue.append(ticket)
+        session.enqueue(ticket)
         if start_worker and not session.running:
             session.running = True
             self._spawn(partial(self._drain, session), self._worker_scopes)
@@ -729,7 +754,8 @@ class AgentHarness(Generic[OutT]):
 
         Tasks started just before (a watcher of `get_item_stream()`) get to subscribe first.
         """
-        await _let_started_tasks_subscribe(self._yields_to_subscribe)
+        for _ in range(self._yields_to_subscribe):  # tasks started just before subscribe first
+            await self._scheduler_pass()
         self._enqueue(input, thread_id, execution_id, resource_id, state)
 
     async def run(
@@ -748,10 +774,12 @@ class AgentHarness(Generic[OutT]):
         just before (a watcher of `get_item_stream()`) get to subscribe before the turn starts;
         `stream(input)` is the call that needs no second task.
         """
-        # `_let_started_tasks_subscribe`, inlined: a turn waiting here (10,000 at once in a
-        # burst of concurrent runs) then holds one coroutine fewer for the cyclic GC to walk.
+        # Tasks started just before subscribe first (HA-5): one pass of the event loop on
+        # asyncio (first in, first out), two on trio (which may run a new task after the
+        # current one within a batch). A turn waiting here (10,000 at once in a burst of
+        # concurrent runs) holds only this coroutine and the pass's one generator.
         for _ in range(self._yields_to_subscribe):
-            await anyio.lowlevel.checkpoint()
+            await self._scheduler_pass()
         ticket = self._enqueue(input, thread_id, execution_id, resource_id, state, start_worker=False)
         session = self._session(thread_id)
         if not session.running:  # an idle thread: run the turn in the caller's task, no worker
@@ -787,8 +815,7 @@ class AgentHarness(Generic[OutT]):
 
     def _withdraw(self, session: _Session, ticket: _Ticket) -> None:
         """Take a still-queued input back: its turn is answered with `cancelled`."""
-        if ticket in session.queue:
-            session.queue.remove(ticket)
+        if session.withdraw(ticket):
             ticket.finish(None, cancelled("the input was withdrawn before its turn started"))
 
     def _answer(self, ticket: _Ticket) -> HarnessResponse[OutT]:
@@ -902,7 +929,7 @@ class AgentHarness(Generic[OutT]):
                     set_chain(session, session.log, restored.snapshot.history)
             # else the thread keeps its log; the turn's end appends what the execution adds (TH-1)
         run.root = ctx
-        session.log._listeners.clear()
+        session.log.stop_listeners()
         run.watch_log(ctx)
         session.current = ctx
         session.stream.start_turn()
@@ -969,9 +996,9 @@ class AgentHarness(Generic[OutT]):
         assert ctx is not None
         session.current = None
         self._channels.close(ctx.id)  # CH-13: what the turn sent and nobody received ends here
-        session.log._listeners.clear()  # the finished execution must not stay reachable from the log
+        session.log.stop_listeners()  # the finished execution must not stay reachable from the log
         if ctx.item_log is not session.log:
-            ctx.item_log._listeners.clear()
+            ctx.item_log.stop_listeners()
             catch_up(session.log, ctx.item_log.items[first_item:])
 
     def _answer_turn(
@@ -1205,24 +1232,14 @@ class AgentHarness(Generic[OutT]):
         )
 
 
-async def _let_started_tasks_subscribe(yields: int) -> None:
-    """Yield to the scheduler so that a task started just before this call runs up to its
-    first wait (a `get_item_stream()` subscription) before the turn starts.
-
-    One yield is enough on asyncio (first in, first out); trio may run the new task after the
-    current one within a batch, so it gets two.
-    """
-    for _ in range(yields):
-        await anyio.lowlevel.checkpoint()
-
-
-def _next_turn(queue: list[_Ticket]) -> tuple[list[_Ticket], list[_Ticket]]:
-    """Split the queue into the next turn's tickets and the rest: a resume runs alone."""
+def _next_turn(queue: _Queue) -> tuple[list[_Ticket], _Queue]:
+    """Split a non-empty queue into the next turn's tickets and the rest (`()` when none): a
+    resume runs alone."""
     if len(queue) == 1:
-        return queue, []
+        return list(queue), ()
     alone = next((i for i, ticket in enumerate(queue) if ticket.restored is not None), len(queue))
     cut = 1 if alone == 0 else alone
-    return queue[:cut], queue[cut:]
+    return list(queue[:cut]), list(queue[cut:]) or ()
 
 
 def _cache_config(value: Any) -> ContextCacheConfig | None:

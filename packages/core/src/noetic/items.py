@@ -355,7 +355,9 @@ class ItemLog:
         #: The ids of the items, built on the first lookup (most logs are never asked, and an
         #: idle thread's log should not carry a set it does not use).
         self._ids: set[str] | None = None
-        self._listeners: list[Callable[[Item], None]] = []
+        #: Called with every appended item (`listen`); `()` when none, so an idle thread's
+        #: log keeps no empty list.
+        self._listeners: list[Callable[[Item], None]] | tuple[()] = ()
         self._view = _ReadOnlyItems(self._items)
         #: Where the items are while the log is packed, else None.
         self._packed: PackedItems | None = None
@@ -377,6 +379,17 @@ class ItemLog:
             self._ids.add(parsed.id)
         for listener in self._listeners:
             listener(parsed)
+
+    def listen(self, listener: Callable[[Item], None]) -> None:
+        """Call `listener` with every item appended from now on (not with quiet appends)."""
+        if self._listeners:
+            self._listeners.append(listener)
+        else:
+            self._listeners = [listener]
+
+    def stop_listeners(self) -> None:
+        """Forget every listener (the execution that registered them has ended)."""
+        self._listeners = ()
 
     def append_quietly(self, item: Item) -> bool:
         """Append without notifying listeners unless the id is new (IL-7 replay dedupe).

@@ -177,7 +177,7 @@ class Execution:
         def appended(item: Item) -> None:
             deliver(_event(StreamEvent, ("framework", kind, {"item": item, "execution_id": ctx_id})))
 
-        ctx.item_log._listeners.append(appended)
+        ctx.item_log.listen(appended)
 
     # --- contexts ---------------------------------------------------------------------------
 

@@ -57,7 +57,7 @@ class Subscription:
         self._stream = stream
         self.pending: deque[StreamEvent] = deque()
         self.wake: anyio.Event | None = None
-        stream._subscribers.append(self)
+        stream._subscribe(self)
 
     async def next(self) -> StreamEvent | None:
         """The next event, waiting until one is published; None once the stream is closed."""
@@ -72,8 +72,7 @@ class Subscription:
 
     def close(self) -> None:
         """Stop receiving events (idempotent)."""
-        if self in self._stream._subscribers:
-            self._stream._subscribers.remove(self)
+        self._stream._unsubscribe(self)
 
 
 @lru_cache(maxsize=64)
@@ -91,7 +90,9 @@ class TurnStream:
         #: The running turn's events so far, for late subscribers; None between turns, so an
         #: idle thread holds no buffer.
         self._buffer: deque[StreamEvent] | None = None
-        self._subscribers: list[Subscription] = []
+        #: The subscriptions; `()` when there are none (most threads, between their turns,
+        #: keep no empty list).
+        self._subscribers: list[Subscription] | tuple[()] = ()
         self._end_types = _end_types(harness_name)
         self.active = False
         #: Called with every event as it is delivered (the inspector's `EventSink`), or None.
@@ -103,6 +104,19 @@ class TurnStream:
     def subscribed(self) -> bool:
         """Whether anyone is subscribed to this stream now."""
         return bool(self._subscribers)
+
+    def _subscribe(self, sub: Subscription) -> None:
+        if self._subscribers:
+            self._subscribers.append(sub)
+        else:
+            self._subscribers = [sub]
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        subscribers = self._subscribers
+        if isinstance(subscribers, list) and sub in subscribers:
+            subscribers.remove(sub)
+            if not subscribers:
+                self._subscribers = ()
 
     def close(self) -> None:
         """End every subscription that is waiting for a turn (the harness is gone)."""
