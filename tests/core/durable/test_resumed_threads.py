@@ -254,3 +254,53 @@ async def test_th_1_a_resume_stopped_by_an_unreadable_thread_history_can_be_retr
         store.failing = False
         resumed = await h.resume("ex")  # the failed attempt let go of the execution's claim
     assert resumed.output == "re:first"
+
+
+def _rate_limited(request: ModelRequest) -> ScriptedReply:
+    raise nt.NoeticError("rate_limited", "429")
+
+
+async def test_th_1_a_model_call_that_failed_mid_step_is_not_repeated_after_its_resume(
+    storage: Storage,
+) -> None:
+    """The failed attempt left its input in the thread's log, past the execution's last
+    checkpoint; no other turn ran, so the execution's log becomes the thread's (nothing twice)."""
+    model = ScriptedModel([_rate_limited, text_reply("done")], default=lambda r: text_reply("next"))
+    async with nt.AgentHarness("t", agent_graph=nt.call_model("m"), model=model, storage=storage.spec()) as h:
+        with pytest.raises(nt.NoeticError):
+            await h.run("q1", thread_id="th", execution_id="ex")
+        await h.resume("ex")
+        await h.run("q2", thread_id="th")
+        assert _texts(model.calls[-1].items) == ["q1", "done", "q2"]
+    async with nt.AgentHarness("t", agent_graph=nt.call_model("m"), model=model, storage=storage.spec()) as later:
+        await later.run("q3", thread_id="th")  # the stored record names the last execution too
+    assert _texts(model.calls[-1].items) == ["q1", "done", "q2", "next", "q3"]
+
+
+async def test_th_1_the_record_names_the_execution_whose_turn_ended_last(storage: Storage) -> None:
+    """A harness that only read the thread's record back still tells a resume of the thread's
+    last turn (no duplicate) from one of an older execution (the later turns kept)."""
+    model = ScriptedModel([_rate_limited, text_reply("done")], default=lambda r: text_reply("next"))
+    async with nt.AgentHarness("t", agent_graph=nt.call_model("m"), model=model, storage=storage.spec()) as h:
+        with pytest.raises(nt.NoeticError):
+            await h.run("q1", thread_id="th", execution_id="ex")
+    async with nt.AgentHarness("t", agent_graph=nt.call_model("m"), model=model, storage=storage.spec()) as later:
+        await later.resume("ex")
+        await later.run("q2", thread_id="th")
+    assert _texts(model.calls[-1].items) == ["q1", "done", "q2"]
+
+
+async def test_th_1_a_packed_thread_that_cannot_be_read_back_fails_only_its_resume(storage: Storage) -> None:
+    from noetic.packed_sessions import PackedSession
+
+    agent = _Agent()
+    async with agent.harness(storage.spec(), hot_sessions=0) as h:
+        await agent.fail_once(h, "first", "ex")
+        await h.run("other", thread_id="elsewhere")  # "th" is packed now
+        session = h._sessions._live["th"]
+        assert isinstance(session.packed, PackedSession)
+        session.packed._data = b"not a pickle"  # what a value that fails to read back leaves
+        with pytest.raises(nt.NoeticError) as caught:
+            await h.resume("ex")
+        assert caught.value.code == "SESSION_UNPACK_FAILED"
+        assert (await h.run("still served", thread_id="elsewhere")).text == "re:still served"

@@ -226,6 +226,7 @@ class _Session:
         "last_error",
         "leaving",
         "log",
+        "log_execution",
         "packed",
         "queue",
         "restore_pending",
@@ -261,6 +262,9 @@ class _Session:
         #: The digest of the oldest history piece this session knows the store held (read back
         #: or written): gone later, the thread's stored history was deleted (TH-2).
         self.anchor: str | None = None
+        #: The execution whose turn the thread's log last followed — its log plus only what it
+        #: appended — here or as the stored record says; None when unknown or mixed (TH-1).
+        self.log_execution: str | None = None
 
     def enqueue(self, ticket: _Ticket) -> None:
         """Queue an input for the thread's next turn."""
@@ -928,10 +932,18 @@ class AgentHarness(Generic[OutT]):
         )
         if restored is None:
             ctx = Context(run, item_log=session.log, state=first.state, id=first.execution_id)
+            session.log_execution = ctx.id
         else:  # the execution runs on its snapshot's log, its thread's history as it saw it (RS-14)
+            try:
+                session.log.unpack()  # a packed thread that cannot be read back fails this resume only
+            except NoeticError as exc:
+                await self._not_restored(session, tickets, exc)
+                return
             ctx = restored.context(run)
-            if not thread_moved_on(session.log, ctx.item_log):  # nothing to lose: it becomes the thread's
-                session.log = ctx.item_log
+            if thread_moved_on(session.log, ctx.item_log, ctx.id, session.log_execution):
+                session.log_execution = None  # the thread's log holds other executions' turns
+            else:  # nothing to lose: it becomes the thread's
+                session.log, session.log_execution = ctx.item_log, ctx.id
                 if restored.snapshot.history is not None:  # its stored pieces go on from there
                     set_chain(session, session.log, restored.snapshot.history)
             # else the thread keeps its log; the turn's end appends what the execution adds (TH-1)

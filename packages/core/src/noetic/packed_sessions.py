@@ -24,8 +24,9 @@ Pickling can succeed where reading back fails (an exception class whose `__init_
 arguments than it passes on, a custom `__reduce__`), and a session that cannot be read back
 would have lost its thread. So what the harness did not make itself is tried both ways before
 a session is packed: the turn's output unless it is plain data (strings, numbers, lists and
-dicts of them), and every item that is not one of the four built-in item types; a value that
-does not come back leaves the session unpacked. Should reading back fail all the same, the
+dicts of them), every item that is not one of the four built-in item types, and a built-in
+one whose extra fields (or its content parts') are not plain data; a value that does not come
+back leaves the session unpacked. Should reading back fail all the same, the
 session stays packed — nothing is dropped — and the read raises `SESSION_UNPACK_FAILED`.
 
 One part of a response is not pickled: its layer usage when nobody has read it yet (a
@@ -66,7 +67,7 @@ class PackedSession:
         self._session: _Session | None = session
         self._data = data
         self.count = count
-        # two references rather than a LazyUsage: no object of its own per packed session
+        # two references rather than a LazyUsage object of its own per packed session
         self.usage_measure = None if usage is None else usage.measure
         self.usage_shared = None if usage is None else usage.shared
         #: The log the items belong to (reading the session's response unpacks it).
@@ -139,7 +140,7 @@ _PLAIN_NODES = 1000
 def _comes_back(items: tuple[Item, ...], response: HarnessResponse[Any] | None) -> bool:
     """Whether what the harness did not make itself reads back from a pickle: the turn's output
     (unless plain data) and the items that are not built-in ones, each tried on its own."""
-    foreign: list[Any] = [item for item in items if type(item) not in _BUILT_IN_ITEMS]
+    foreign: list[Any] = [item for item in items if _foreign(item)]
     if response is not None and not _plain(response.output):
         foreign.append(response.output)
     for value in foreign:
@@ -148,6 +149,15 @@ def _comes_back(items: tuple[Item, ...], response: HarnessResponse[Any] | None) 
         except Exception:  # noqa: BLE001 - an object's own reduction raises what it likes
             return False
     return True
+
+
+def _foreign(item: Item) -> bool:
+    """Whether an item may hold what pickle cannot give back: one not of a built-in type, or a
+    built-in one with extra fields (its own or its content parts') that are not plain data."""
+    if type(item) not in _BUILT_IN_ITEMS:
+        return True
+    parts = [item, *(getattr(item, "content", None) or ()), *(getattr(item, "summary", None) or ())]
+    return not all(_plain(part.__pydantic_extra__ or {}) for part in parts)
 
 
 def _plain(value: Any) -> bool:

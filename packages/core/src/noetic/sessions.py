@@ -378,6 +378,9 @@ class SessionTable:
                     except (TypeError, ValueError) as exc:
                         self._keep(session, f"its history is not JSON ({exc})")
                         continue
+                    except NoeticError as exc:  # a packed session that did not read back (SE-5)
+                        self._keep(session, exc.message)
+                        continue
                 if batch:
                     await self._write_out(batch)
                     batch = {}
@@ -446,7 +449,9 @@ class SessionTable:
         point: StoredPoint | None = EMPTY
         if key in keys:
             rows = await store.get_many(keys)
-            items, point = _load_history(key, rows, session.thread_id, self._declarations())
+            items, point, session.log_execution = _load_history(
+                key, rows, session.thread_id, self._declarations()
+            )
             if point is not None:
                 items = await load_point(store, session.thread_id, point, self._declarations(), owner=key)
             session.log = ItemLog([*items, *session.log.items])
@@ -516,6 +521,9 @@ class SessionTable:
                 except (TypeError, ValueError) as exc:
                     log.warning("thread %r: its history is not JSON, not saved: %s", session.thread_id, exc)
                     continue
+                except NoeticError as exc:  # a packed session that did not read back (SE-5)
+                    log.warning("thread %r: its history is not saved: %s", session.thread_id, exc.message)
+                    continue
                 rows.update(session_rows)
                 saved.append((session, session.log, point))
             if not rows:
@@ -556,6 +564,8 @@ def _history_rows(session: _Session) -> tuple[dict[str, str], StoredPoint]:
 
     rows, point = append_rows(session.thread_id, session.log.items, stored_point(session))
     head = {"v": HISTORY_VERSION, "thread_id": session.thread_id, "history": point_json(point)}
+    if session.log_execution is not None:  # whose log the thread's is: a resume of another moved on (TH-1)
+        head["execution"] = session.log_execution
     rows[history_key(session.thread_id)] = encode_document(head)
     return rows, point
 
@@ -623,11 +633,17 @@ async def _check_records(store: CheckpointStore, sessions: list[_Session]) -> se
     return deleted
 
 
+#: The keys of a version-2 history record that names the execution whose log the thread's is.
+_NAMING_RECORD = {"v", "thread_id", "history", "execution"}
+
+
 def _load_history(
     key: str, rows: dict[str, str], thread_id: str, declarations: Declarations
-) -> tuple[list[Any], StoredPoint | None]:
+) -> tuple[list[Any], StoredPoint | None, str | None]:
     """A history record, checked (anything else is `CHECKPOINT_CORRUPT`): the point of the
-    thread's pieces it names (version 2), or its inline items (version 1) and None."""
+    thread's pieces it names (version 2), or its inline items (version 1) and None; and the
+    execution whose log the thread's log is (its own plus what it appended), when the record
+    says (TH-1)."""
     from pydantic import ValidationError
 
     from noetic.durable.history import point_of
@@ -638,7 +654,7 @@ def _load_history(
     record = join_record(key, rows)
     if not (
         isinstance(record, dict)
-        and set(record) in ({"v", "thread_id", "items"}, {"v", "thread_id", "history"})
+        and set(record) in ({"v", "thread_id", "items"}, {"v", "thread_id", "history"}, _NAMING_RECORD)
     ):
         raise _damaged(key, thread_id, "it is not a history record")
     if record["v"] not in (1, HISTORY_VERSION) or isinstance(record["v"], bool):
@@ -651,11 +667,14 @@ def _load_history(
         point = point_of(record.get("history"))
         if point is None:
             raise _damaged(key, thread_id, "it does not name a point of the thread's stored history")
-        return [], point
+        execution = record.get("execution")
+        if "execution" in record and not (isinstance(execution, str) and execution):
+            raise _damaged(key, thread_id, "the execution it follows is not an execution id")
+        return [], point, execution
     if "items" not in record:
         raise _damaged(key, thread_id, "it is not a history record")
     try:
-        return load_items(record["items"], declarations), None
+        return load_items(record["items"], declarations), None, None
     except (ValidationError, NoeticError, ValueError, TypeError) as exc:
         raise _damaged(key, thread_id, f"its items do not parse ({describe_error(exc)})") from None
 
