@@ -465,3 +465,20 @@ async def test_a_session_that_fails_to_read_back_stays_packed_and_says_so() -> N
         again = await h.get_agent_response(thread_id="a")
         assert again is not None and isinstance(again.output, Flaky) and again.items == first.items
         assert "a" not in _packed(h)
+
+
+async def test_a_built_in_item_whose_extra_field_does_not_read_back_leaves_the_session_unpacked() -> None:
+    from noetic.items import MessageItem
+
+    def note(text: str, ctx: nt.Context) -> str:
+        ctx.item_log.append(MessageItem(role="assistant", content="noted", verdict=Rejected("no", 403)))
+        return text
+
+    model = ScriptedModel.echo()
+    graph = nt.sequence("c", [nt.call_model("answer"), nt.run_code("note", note)])
+    async with nt.AgentHarness("t", agent_graph=graph, model=model, hot_sessions=0) as h:
+        await h.run("hello", thread_id="a")
+        await h.run("other", thread_id="b")
+        assert "a" not in _packed(h)
+        await h.run("again", thread_id="a")
+        assert _texts(model.calls[-1].items) == ["hello", "hello", "noted", "again"]
