@@ -272,7 +272,9 @@ async def test_th_1_a_model_call_that_failed_mid_step_is_not_repeated_after_its_
         await h.resume("ex")
         await h.run("q2", thread_id="th")
         assert _texts(model.calls[-1].items) == ["q1", "done", "q2"]
-    async with nt.AgentHarness("t", agent_graph=nt.call_model("m"), model=model, storage=storage.spec()) as later:
+    async with nt.AgentHarness(
+        "t", agent_graph=nt.call_model("m"), model=model, storage=storage.spec()
+    ) as later:
         await later.run("q3", thread_id="th")  # the stored record names the last execution too
     assert _texts(model.calls[-1].items) == ["q1", "done", "q2", "next", "q3"]
 
@@ -284,7 +286,9 @@ async def test_th_1_the_record_names_the_execution_whose_turn_ended_last(storage
     async with nt.AgentHarness("t", agent_graph=nt.call_model("m"), model=model, storage=storage.spec()) as h:
         with pytest.raises(nt.NoeticError):
             await h.run("q1", thread_id="th", execution_id="ex")
-    async with nt.AgentHarness("t", agent_graph=nt.call_model("m"), model=model, storage=storage.spec()) as later:
+    async with nt.AgentHarness(
+        "t", agent_graph=nt.call_model("m"), model=model, storage=storage.spec()
+    ) as later:
         await later.resume("ex")
         await later.run("q2", thread_id="th")
     assert _texts(model.calls[-1].items) == ["q1", "done", "q2"]
