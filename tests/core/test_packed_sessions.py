@@ -395,23 +395,6 @@ class Rejected(Exception):
         self.code = code
 
 
-#: Whether `Flaky` values fail to read back (set by the test after the session was packed).
-FLAKY_FAILS = False
-
-
-def _restore_flaky() -> Flaky:
-    if FLAKY_FAILS:
-        raise RuntimeError("the class changed since it was packed")
-    return Flaky()
-
-
-class Flaky:
-    """Reads back while `FLAKY_FAILS` is false."""
-
-    def __reduce__(self) -> tuple[Any, tuple[()]]:
-        return _restore_flaky, ()
-
-
 def _verdict(text: str) -> Rejected:
     return Rejected(f"policy rejected {text!r}", 403)
 
@@ -447,24 +430,73 @@ async def test_an_item_that_does_not_read_back_leaves_the_session_unpacked() -> 
 
 
 async def test_a_session_that_fails_to_read_back_stays_packed_and_says_so() -> None:
-    global FLAKY_FAILS
-    graph = nt.sequence("c", [nt.call_model("answer"), nt.run_code("flaky", lambda _: Flaky())])
+    async with _harness(ScriptedModel.echo(), hot_sessions=0) as h:
+        first = await h.run("hello", thread_id="a")
+        await h.run("other", thread_id="b")
+        session = h._sessions._live["a"]
+        assert session.packed is not None
+        data, session.packed._data = session.packed._data, b"not a pickle"  # as a failed read leaves it
+        for _ in range(2):  # every read says so, and nothing is dropped meanwhile
+            with pytest.raises(nt.NoeticError) as caught:
+                await h.get_agent_response(thread_id="a")
+            assert caught.value.code == "SESSION_UNPACK_FAILED"
+            assert "thread 'a'" in caught.value.message and "a" in _packed(h)
+        session.packed._data = data
+        again = await h.get_agent_response(thread_id="a")
+        assert again is not None and again.items == first.items and "a" not in _packed(h)
+
+
+class _Cause(Exception):
+    """An output pickle would give back without its `__cause__`."""
+
+
+def _caused(text: str) -> Exception:
+    try:
+        raise _Cause("outer") from KeyError("inner")
+    except _Cause as exc:
+        return exc
+
+
+async def test_an_output_pickle_would_change_leaves_the_session_unpacked() -> None:
+    graph = nt.sequence("c", [nt.call_model("answer"), nt.run_code("cause", _caused)])
     async with nt.AgentHarness("t", agent_graph=graph, model=ScriptedModel.echo(), hot_sessions=0) as h:
         first = await h.run("hello", thread_id="a")
         await h.run("other", thread_id="b")
-        assert "a" in _packed(h)  # it read back when it was packed
-        FLAKY_FAILS = True
-        try:
-            for _ in range(2):  # every read says so, and nothing is dropped meanwhile
-                with pytest.raises(nt.NoeticError) as caught:
-                    await h.get_agent_response(thread_id="a")
-                assert caught.value.code == "SESSION_UNPACK_FAILED"
-                assert "thread 'a'" in caught.value.message and "a" in _packed(h)
-        finally:
-            FLAKY_FAILS = False
-        again = await h.get_agent_response(thread_id="a")
-        assert again is not None and isinstance(again.output, Flaky) and again.items == first.items
         assert "a" not in _packed(h)
+        again = await h.get_agent_response(thread_id="a")
+        assert again is not None and again.output is first.output
+        assert isinstance(again.output.__cause__, KeyError)
+
+
+class Progress(BaseModel):
+    """A custom item's output (module level: pickle would find it)."""
+
+    done: int
+
+
+PROGRESS = nt.custom_item("files:progress", event=Progress, output=Progress)
+
+
+async def test_a_thread_with_a_custom_item_stays_unpacked_and_its_item_recognised() -> None:
+    def process(files: list[str]) -> Any:
+        for done, _ in enumerate(files, start=1):
+            yield {"done": done}
+        return len(files)
+
+    step = nt.run_code(
+        "process",
+        process,
+        custom_items={"progress": PROGRESS},
+        emit_items={"item": "progress", "on_done": lambda count: {"done": count}},
+    )
+    async with nt.AgentHarness("t", agent_graph=step, hot_sessions=0) as h:
+        await h.run(["a.csv", "b.csv"], thread_id="a")
+        await h.run(["x"], thread_id="b")
+        assert "a" not in _packed(h)
+        again = await h.get_agent_response(thread_id="a")
+        assert again is not None
+        (item,) = [item for item in again.items if item.type == "files:progress"]
+        assert nt.is_custom_item(item, PROGRESS) and item.output == Progress(done=2)
 
 
 async def test_a_built_in_item_whose_extra_field_does_not_read_back_leaves_the_session_unpacked() -> None:

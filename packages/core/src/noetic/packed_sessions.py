@@ -12,37 +12,31 @@ on its first read or append (any turn of the thread, a storage write, a reader o
 flags, and its log stays the same `ItemLog` object, so streams, layers, eviction and storage
 see nothing of it.
 
-Why pickle: it is the standard library's one encoder that gives back every item exactly —
-pydantic models with the fields they set, custom items, arbitrary provider data, the items the
-log and the response share — without validating them again, and at a few microseconds per
-item. The bytes never leave the process: they are made here from the session's own objects and
+Why pickle: it is the standard library's one encoder that gives back the built-in items
+exactly — pydantic models with the fields they set, provider data, the items the log and the
+response share — without validating them again, and at a few microseconds per item. The bytes never leave the process: they are made here from the session's own objects and
 read back only by it, never stored or received. A session whose items or response cannot be
 pickled (a class defined inside a function, an open file as output) simply stays unpacked.
 Read back, the items and the response are equal copies of the originals, not the same objects.
 
-Pickling can succeed where reading back fails (an exception class whose `__init__` takes other
-arguments than it passes on, a custom `__reduce__`), and a session that cannot be read back
-would have lost its thread. So what the harness did not make itself is tried both ways before
-a session is packed: the turn's output unless it is plain data (strings, numbers, lists and
-dicts of them), every item that is not one of the four built-in item types, and a built-in
-one whose extra fields (or its content parts') are not plain data; a value that does not come
-back leaves the session unpacked. Should reading back fail all the same, the
-session stays packed — nothing is dropped — and the read raises `SESSION_UNPACK_FAILED`.
-
-One part of a response is not pickled: its layer usage when nobody has read it yet (a
-`LazyUsage`, measured on first read). Most of what that holds the harness keeps anyway — the
-tool definitions, the items the layers rendered — and copying it would cost more than the rest
-of the session (three quarters of the bytes with ten layers). So only its own figures are
-pickled with the items (the history it measures is the log's, so the pickle names those items
-again rather than copying them; a layered call's banded view is reduced to one row of plain
-values per layer first), and the rest stays beside the bytes, to be joined again on unpack.
-What `last_layer_usage` reads afterwards is the same snapshot it would have read before.
+Pickle gives back exactly only what it knows how to rebuild: an object with its own
+`__reduce__` may come back as something else, an exception loses its `__cause__`, an exception
+class whose `__init__` takes other arguments than it passes on does not come back at all, and a
+custom item comes back with a copy of its declaration (so `is_custom_item` no longer knows it).
+So only a session holding nothing else is packed: built-in items (messages, tool calls and
+outputs, reasoning) whose extra fields are plain data, and an output that is plain data —
+strings, numbers, lists and dicts of them, pydantic models of them. Any other session (a custom
+item, an exception or an arbitrary object as output) stays unpacked. Should reading back fail
+all the same, the session stays packed — nothing is dropped — and the read raises
+`SESSION_UNPACK_FAILED`.
 """
 
 from __future__ import annotations
 
 import pickle
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from noetic.errors import NoeticError
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem, ReasoningItem
@@ -114,7 +108,7 @@ def pack(session: _Session) -> bool:
         else:
             usage = None
         data = pickle.dumps((items, response, usage_own), protocol=pickle.HIGHEST_PROTOCOL)
-        if not _comes_back(items, session._last_response):
+        if not _packable(items, session._last_response):
             return False
     except Exception:  # noqa: BLE001 - pickle raises whatever an object's own reduction raises,
         return False  # settling a layer's figures whatever they hold: the session stays unpacked
@@ -131,24 +125,18 @@ def _fields_without_usage(response: HarnessResponse[Any]) -> tuple[type, dict[st
     return cls, {name: getattr(response, name) for name in cls._init_fields if name != "_layer_usage"}
 
 
-#: The item types the harness builds itself, whose fields are plain data (see the module docstring).
+#: The item types pickle gives back exactly when their extra fields are plain data (see the module docstring).
 _BUILT_IN_ITEMS = (MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem)
 #: How many values `_plain` looks at before it calls a value not plain (and so tries it).
 _PLAIN_NODES = 1000
 
 
-def _comes_back(items: tuple[Item, ...], response: HarnessResponse[Any] | None) -> bool:
-    """Whether what the harness did not make itself reads back from a pickle: the turn's output
-    (unless plain data) and the items that are not built-in ones, each tried on its own."""
-    foreign: list[Any] = [item for item in items if _foreign(item)]
-    if response is not None and not _plain(response.output):
-        foreign.append(response.output)
-    for value in foreign:
-        try:
-            pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        except Exception:  # noqa: BLE001 - an object's own reduction raises what it likes
-            return False
-    return True
+def _packable(items: tuple[Item, ...], response: HarnessResponse[Any] | None) -> bool:
+    """Whether pickle gives back exactly what the session holds: built-in items whose extra
+    fields are plain data, and an output that is plain data (or pydantic models of it)."""
+    if any(_foreign(item) for item in items):
+        return False
+    return response is None or _plain(response.output)
 
 
 def _foreign(item: Item) -> bool:
@@ -161,8 +149,8 @@ def _foreign(item: Item) -> bool:
 
 
 def _plain(value: Any) -> bool:
-    """True for strings, numbers, booleans, None and lists, tuples and string-keyed dicts of
-    them (at most `_PLAIN_NODES` values): pickle gives those back whatever they hold."""
+    """True for strings, numbers, booleans, None, and lists, tuples, string-keyed dicts and
+    pydantic models of them (at most `_PLAIN_NODES` values): what pickle gives back as it was."""
     stack, seen = [value], 0
     while stack:
         seen += 1
@@ -178,6 +166,10 @@ def _plain(value: Any) -> bool:
             if not all(type(key) is str for key in current):
                 return False
             stack.extend(current.values())
+        elif isinstance(current, BaseModel):
+            stack.extend(current.__dict__.values())
+            stack.extend((current.__pydantic_extra__ or {}).values())
+            stack.extend((current.__pydantic_private__ or {}).values())
         else:
             return False
     return True
