@@ -8,7 +8,7 @@ import time
 
 from noetic.errors import NoeticError
 
-__all__ = ["checked_id", "new_execution_id", "new_item_id"]
+__all__ = ["checked_id", "is_text", "new_execution_id", "new_item_id"]
 
 
 def new_execution_id() -> str:
@@ -25,25 +25,35 @@ def new_item_id(prefix: str = "item") -> str:
     return f"{prefix}_{os.urandom(12).hex()}"
 
 
-def checked_id(kind: str, value: object) -> str:
-    """`value` if it can name stored records: a string of Unicode text, which UTF-8 encodes.
+def is_text(value: str) -> bool:
+    """Whether `value` is Unicode text UTF-8 encodes: False when it holds a lone surrogate
+    (`json.loads('"\\udfff"')` makes one; bytes decoded with `surrogateescape` read back so).
+    Checked without encoding when it is ASCII, as every generated id and key is."""
+    if value.isascii():
+        return True
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
-    A string holding a lone surrogate (`json.loads('"\\udfff"')` makes one) is no text a store
-    can keep, so it is refused here, before any record is named by it, with `INVALID_ID`
-    naming `kind` (`"thread_id"`, `"execution_id"`).
+
+def checked_id(kind: str, value: object) -> str:
+    """`value` if it can name stored records: a string of Unicode text (`is_text`).
+
+    A string holding a lone surrogate is no text a store can keep, so it is refused here,
+    before any record is named by it, with `INVALID_ID` naming `kind` (`"thread_id"`,
+    `"execution_id"`).
     """
-    if isinstance(value, str):
-        if value.isascii():  # every generated id, checked without encoding
-            return value
-        try:
-            value.encode()
-        except UnicodeEncodeError as exc:
-            raise NoeticError(
-                "INVALID_ID",
-                f"{kind} {value!r} holds a lone surrogate at position {exc.start}: it is not "
-                "Unicode text, and no checkpoint store can keep it (decode the id's bytes as "
-                "UTF-8 before passing it)",
-                kind=kind,
-            ) from None
-        return value
-    raise NoeticError("INVALID_ID", f"{kind} must be a string, not {type(value).__name__}", kind=kind)
+    if not isinstance(value, str):
+        raise NoeticError("INVALID_ID", f"{kind} must be a string, not {type(value).__name__}", kind=kind)
+    if not is_text(value):
+        position = next(i for i, char in enumerate(value) if "\ud800" <= char <= "\udfff")
+        raise NoeticError(
+            "INVALID_ID",
+            f"{kind} {value!r} holds a lone surrogate at position {position}: it is not Unicode "
+            "text, and no checkpoint store can keep it (decode the id's bytes as UTF-8 before "
+            "passing it)",
+            kind=kind,
+        )
+    return value

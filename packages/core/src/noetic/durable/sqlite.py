@@ -53,6 +53,7 @@ from noetic.durable.claims import ClaimTable, FileClaimTable, HeldClaim, claims_
 from noetic.durable.sqlite_header import truncation
 from noetic.durable.store import corrupt, row_checksum, verified_row
 from noetic.errors import NoeticConfigError, NoeticError
+from noetic.ids import is_text
 
 __all__ = ["SqliteCheckpointStore", "sqlite_store_from_url"]
 
@@ -240,7 +241,7 @@ class SqliteCheckpointStore:
         """The documents at `keys` that exist; a row failing its checksum is `CHECKPOINT_CORRUPT`."""
         wanted = list(dict.fromkeys(keys))
         for key in wanted:
-            if _damaged_key(key):
+            if not is_text(key):
                 raise corrupt(key, "its key is not UTF-8 text")
 
         def read(conn: sqlite3.Connection) -> dict[str, str]:
@@ -282,7 +283,7 @@ class SqliteCheckpointStore:
 
         A damaged key `list_prefix` gave can be deleted; no key that is not UTF-8 can be set."""
         for key in sets:
-            if _damaged_key(key):
+            if not is_text(key):
                 raise NoeticError(
                     "CHECKPOINT_STORE_FAILED",
                     f"the SQLite checkpoint store {self.path!r} cannot store the key {key!r}: "
@@ -354,21 +355,9 @@ class SqliteCheckpointStore:
         return f"SqliteCheckpointStore({self.path!r})"
 
 
-def _damaged_key(text: str) -> bool:
-    """Whether `text` holds a lone surrogate: bytes read back that were not UTF-8 (`_rows`).
-    Checked without encoding when it is ASCII, as every key the runtime writes is."""
-    if text.isascii():
-        return False
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def _key_param(key: str) -> str | bytes:
     """A key as bound to a statement: a damaged key as the raw bytes it was read from."""
-    return key.encode(errors="surrogateescape") if _damaged_key(key) else key
+    return key.encode(errors="surrogateescape") if not is_text(key) else key
 
 
 def _rows(conn: sqlite3.Connection, query: str, params: Sequence[str]) -> list[Any]:
