@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 import anyio
 
 from noetic.channels import Channel, ChannelHandle, ChannelHub
+from noetic.empty_lists import MaybeList, added, removed
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import Context
 from noetic.ids import checked_id, new_item_id
@@ -204,9 +205,8 @@ class _Ticket:
             await self._waiter.wait()
 
 
-#: A thread's queued inputs: a list, or the empty tuple (which the cyclic GC does not track, GC-2)
-#: while nothing is queued.
-_Queue = list[_Ticket] | tuple[()]
+#: A thread's queued inputs: a list, or the empty tuple while nothing is queued (GC-2).
+_Queue = MaybeList[_Ticket]
 
 
 class _Session:
@@ -268,19 +268,14 @@ class _Session:
 
     def enqueue(self, ticket: _Ticket) -> None:
         """Queue an input for the thread's next turn."""
-        if self.queue:
-            self.queue.append(ticket)
-        else:
-            self.queue = [ticket]
+        self.queue = added(self.queue, ticket)
 
     def withdraw(self, ticket: _Ticket) -> bool:
         """Take a still-queued input out of the queue; False when it is not there."""
-        queue = self.queue
-        if not isinstance(queue, list) or ticket not in queue:
+        rest = removed(self.queue, ticket)
+        if rest is None:
             return False
-        queue.remove(ticket)
-        if not queue:
-            self.queue = ()
+        self.queue = rest
         return True
 
     @property
@@ -941,12 +936,13 @@ class AgentHarness(Generic[OutT]):
                 return
             ctx = restored.context(run)
             if thread_moved_on(session.log, ctx.item_log, ctx.id, session.log_execution):
-                session.log_execution = None  # the thread's log holds other executions' turns
+                # the thread keeps its log, with other executions' turns; the turn's end
+                # appends what this one adds (TH-1)
+                session.log_execution = None
             else:  # nothing to lose: it becomes the thread's
                 session.log, session.log_execution = ctx.item_log, ctx.id
                 if restored.snapshot.history is not None:  # its stored pieces go on from there
                     set_chain(session, session.log, restored.snapshot.history)
-            # else the thread keeps its log; the turn's end appends what the execution adds (TH-1)
         run.root = ctx
         session.log.stop_listeners()
         run.watch_log(ctx)

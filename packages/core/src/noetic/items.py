@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, 
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
+from noetic.empty_lists import MaybeList, added
 from noetic.errors import NoeticConfigError
 from noetic.ids import new_item_id
 
@@ -358,7 +359,7 @@ class ItemLog:
         self._ids: set[str] | None = None
         #: Called with every appended item (`listen`); `()` when none, so an idle thread's
         #: log keeps no empty list.
-        self._listeners: list[Callable[[Item], None]] | tuple[()] = ()
+        self._listeners: MaybeList[Callable[[Item], None]] = ()
         self._view = _ReadOnlyItems(self._items)
         #: Where the items are while the log is packed, else None.
         self._packed: PackedItems | None = None
@@ -383,10 +384,7 @@ class ItemLog:
 
     def listen(self, listener: Callable[[Item], None]) -> None:
         """Call `listener` with every item appended from now on (not with quiet appends)."""
-        if self._listeners:
-            self._listeners.append(listener)
-        else:
-            self._listeners = [listener]
+        self._listeners = added(self._listeners, listener)
 
     def stop_listeners(self) -> None:
         """Forget every listener (the execution that registered them has ended)."""

@@ -19,6 +19,7 @@ from typing import Any, Literal, NamedTuple
 
 import anyio
 
+from noetic.empty_lists import MaybeList, added, removed
 from noetic.items import Item
 from noetic.model import ReasoningDelta, TextDelta
 
@@ -92,7 +93,7 @@ class TurnStream:
         self._buffer: deque[StreamEvent] | None = None
         #: The subscriptions; `()` when there are none (most threads, between their turns,
         #: keep no empty list).
-        self._subscribers: list[Subscription] | tuple[()] = ()
+        self._subscribers: MaybeList[Subscription] = ()
         self._end_types = _end_types(harness_name)
         self.active = False
         #: Called with every event as it is delivered (the inspector's `EventSink`), or None.
@@ -106,17 +107,12 @@ class TurnStream:
         return bool(self._subscribers)
 
     def _subscribe(self, sub: Subscription) -> None:
-        if self._subscribers:
-            self._subscribers.append(sub)
-        else:
-            self._subscribers = [sub]
+        self._subscribers = added(self._subscribers, sub)
 
     def _unsubscribe(self, sub: Subscription) -> None:
-        subscribers = self._subscribers
-        if isinstance(subscribers, list) and sub in subscribers:
-            subscribers.remove(sub)
-            if not subscribers:
-                self._subscribers = ()
+        rest = removed(self._subscribers, sub)
+        if rest is not None:
+            self._subscribers = rest
 
     def close(self) -> None:
         """End every subscription that is waiting for a turn (the harness is gone)."""
