@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias
 
 from noetic.items import Item, MessageItem, developer_message
 from noetic.layers.cache_config import ContextCacheConfig
@@ -46,6 +46,7 @@ __all__ = [
     "AnchorStore",
     "BandedView",
     "ContextCacheConfig",
+    "EpochFigures",
     "LayerOutput",
     "ServeInfo",
     "band_outputs",
@@ -311,6 +312,30 @@ class ServeInfo:
 _FRESH_ANCHOR = ServeInfo("anchor", "fresh", False, 0.0, 0.0)
 
 
+class EpochFigures(NamedTuple):
+    """The epoch behind one assembly, in plain values: its `EpochUsage` (a pydantic model,
+    dearer to build than the whole banding of a cheap layer) is made only when a usage
+    snapshot is read (`usage()`)."""
+
+    id: str
+    age: int
+    anchor_tokens: int
+    live_tokens: int
+    delta_tokens: int
+    reanchor_reason: ReanchorReason | None
+
+    def usage(self) -> EpochUsage:
+        """These figures as the snapshot's `EpochUsage` (LU-3)."""
+        return EpochUsage(
+            id=self.id,
+            age=self.age,
+            anchor_tokens=self.anchor_tokens,
+            live_tokens=self.live_tokens,
+            delta_tokens=self.delta_tokens,
+            reanchor_reason=self.reanchor_reason,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class BandedView:
     """The layer part of one assembly: bands, updates, what each layer served, the epoch."""
@@ -320,7 +345,7 @@ class BandedView:
     supersedes: tuple[Item, ...]
     served: tuple[LayerOutput, ...]
     info: Mapping[str, ServeInfo]
-    epoch: EpochUsage | None
+    epoch: EpochFigures | None
     key: str | None
 
     def info_of(self, layer_id: str) -> ServeInfo:
@@ -397,13 +422,13 @@ async def band_outputs(
         supersedes, delta_tokens = (), 0
     epoch.assemblies += 1
     epoch.anchor_tokens = anchor_tokens
-    usage = EpochUsage(
-        id=epoch.id,
-        age=epoch.assemblies,
-        anchor_tokens=anchor_tokens,
-        live_tokens=bands.live_tokens,
-        delta_tokens=delta_tokens,
-        reanchor_reason=epoch.reason if epoch.assemblies == 1 else None,
+    figures = EpochFigures(
+        epoch.id,
+        epoch.assemblies,
+        anchor_tokens,
+        bands.live_tokens,
+        delta_tokens,
+        epoch.reason if epoch.assemblies == 1 else None,
     )
     return BandedView(
         anchor=tuple(bands.anchor),
@@ -411,7 +436,7 @@ async def band_outputs(
         supersedes=tuple(supersedes),
         served=tuple(bands.served),
         info=bands.info,
-        epoch=usage,
+        epoch=figures,
         key=key,
     )
 
@@ -468,7 +493,7 @@ def _serve_pin(
 ) -> None:
     """Serve a pin whatever happened to its layer: dropping it would move the prefix."""
     bands.anchor.extend(pin.items)
-    bands.served.append(pin.served(layer_id))
+    bands.served.append(pin.output or pin.served(layer_id))
     churn = store.churn.get(layer_id) or store.churn_of(layer_id)
     served: Literal["fresh", "pinned"] = "fresh" if epoch.assemblies == 0 else "pinned"  # first render
     if fresh is None:

@@ -186,7 +186,10 @@ class LayeredCall:
             render_delta=render_delta,
             tokens=memory.item_tokens,
         )
-        self._layer_tokens = sum(map(memory.item_tokens, (*banded.anchor, *banded.live, *banded.supersedes)))
+        tokens = memory.item_tokens
+        epoch = banded.epoch  # banding counted the anchor band with these very estimates
+        anchor_tokens = sum(map(tokens, banded.anchor)) if epoch is None else epoch.anchor_tokens
+        self._layer_tokens = anchor_tokens + sum(map(tokens, (*banded.live, *banded.supersedes)))
 
     async def rerender(self, layer_ids: Collection[str]) -> None:
         """Recall `layer_ids` again and band the result, for the next round (LY-2 re-render).
@@ -222,8 +225,15 @@ class LayeredCall:
                     continue
             called.append(entry)
 
+        render_text = self._memory.render_text
+
         def recalled(entry: LayerEntry, value: Any) -> None:
-            output = _output(entry, value, self._memory)
+            # a string (most recalls return one) straight to its render, else `_output`
+            output = (
+                (render_text(entry.id, value) if value else None)
+                if type(value) is str
+                else _output(entry, value, self._memory)
+            )
             if output is not None:
                 if entry.id in eventual:
                     cache.put(entry.cache_key, output)

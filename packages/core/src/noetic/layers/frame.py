@@ -20,7 +20,7 @@ import math
 import operator
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
@@ -288,8 +288,21 @@ async def run_hooks(
         current: LayerEntry | None = None
         with anyio.CancelScope() as scope:
             for current in remaining:
+                # The call and its first step, inline: most hooks finish there, with no
+                # deadline set, so no overrun to look for either.
                 try:
-                    done(current, await _timed_call(scope, current, name, args(current)))
+                    started = time.monotonic()
+                    value = current.hooks[name](*args(current))  # type: ignore[misc]
+                    if type(value) is CoroutineType:  # most hooks are `async def`: no further test
+                        try:
+                            trap = value.send(None)
+                        except StopIteration as finished:
+                            done(current, finished.value)
+                            continue
+                        value = await _timed(scope, current, name, _Resumed(value, trap), started)
+                    elif inspect.isawaitable(value):
+                        value = await _timed(scope, current, name, value, started)
+                    done(current, value)
                 except Exception as exc:  # noqa: BLE001 - the caller's `failed` decides
                     failed(current, exc)
                 if scope.cancel_called:  # the hook outlived its deadline yet returned
@@ -300,24 +313,14 @@ async def run_hooks(
             failed(current, TimeoutError())
 
 
-async def _timed_call(scope: anyio.CancelScope, entry: LayerEntry, name: str, args: tuple[Any, ...]) -> Any:
-    """One hook call inside `scope` (see `run_hooks`): the deadline is set only if it suspends."""
-    hook = entry.hooks[name]
-    assert hook is not None
-    started = time.monotonic()
-    value = hook(*args)
-    coroutine = type(value) is CoroutineType  # most hooks are `async def`: no further test
-    if not coroutine and not inspect.isawaitable(value):
-        return value
-    if coroutine:
-        try:
-            trap = value.send(None)
-        except StopIteration as finished:
-            return finished.value
-        value = _Resumed(value, trap)
+async def _timed(
+    scope: anyio.CancelScope, entry: LayerEntry, name: str, pending: Awaitable[Any], started: float
+) -> Any:
+    """The rest of a hook call that suspended, inside `scope` (see `run_hooks`), under the time
+    its timeout leaves it, counted from the call (`started`, `time.monotonic()`)."""
     scope.deadline = anyio.current_time() + entry.timeout(name) - (time.monotonic() - started)
     try:
-        return await value
+        return await pending
     finally:
         scope.deadline = math.inf
 

@@ -148,7 +148,10 @@ def layer_tools(frame: LayerFrame) -> dict[str, Tool]:
     """The tools of every function the frame's active layers provide (LY-15)."""
     tools: dict[str, Tool] = {}
     for entry in frame.active():
-        for name, decl in _provides(entry).items():
+        provides = getattr(entry.layer, "provides", None)  # `_provides`, inline: most have none
+        if not provides:
+            continue
+        for name, decl in provides.items():
             if isinstance(decl, LayerFunction):
                 tool = _tool(entry.id, name, decl)
                 tools[tool.name] = tool

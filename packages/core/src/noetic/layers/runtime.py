@@ -231,18 +231,20 @@ class LayerRuntime:
 
     def _entries(self, layers: tuple[Any, ...], ctx: Context) -> list[LayerEntry]:
         entries = []
-        store, memory = self.store, self.memory
-        keys: dict[str, str] = {}  # most layers share a scope: its key is worked out once
+        store, hook_tables = self.store, self.memory.hook_tables
+        # most layers share a scope: its key and owning thread are worked out once
+        scopes: dict[str, tuple[str, str | None]] = {}
         for layer in layers:
             scope = getattr(layer, "scope", "thread")
-            key = keys.get(scope)
-            if key is None:
-                key = keys[scope] = scope_key(scope, ctx)
-            hooks = memory.hooks(layer)
+            found = scopes.get(scope)
+            if found is None:
+                found = scopes[scope] = (scope_key(scope, ctx), owning_thread(scope, ctx))
+            table = hook_tables.get(id(layer))  # `LayerMemory.hooks`, its hit inline
+            hooks = table[1] if table is not None and table[0] is layer else self.memory.hooks(layer)
             entries.append(
                 LayerEntry(
                     layer,
-                    ScopedStorage(store, layer.id, key, owning_thread(scope, ctx)),
+                    ScopedStorage(store, layer.id, *found),
                     started=hooks["init"] is None,
                     durable=scope != "execution",
                     hooks=hooks,

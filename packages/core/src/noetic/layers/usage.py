@@ -24,8 +24,7 @@ from noetic.tokens import estimate_items, estimate_text, estimate_tool
 
 # The snapshot's classes are defined when the first snapshot is made (`noetic.usage_reports`).
 if TYPE_CHECKING:  # only a call with layers has a banded view: anchoring is loaded by then
-    from noetic.layers.anchoring import BandedView
-    from noetic.usage import EpochUsage
+    from noetic.layers.anchoring import BandedView, EpochFigures
     from noetic.usage_reports import LastLayerUsage
 
 __all__ = ["CallParts", "LazyUsage", "layered_usage", "window_usage", "with_layers"]
@@ -90,7 +89,7 @@ def _with_rows(
     base: LastLayerUsage,
     rows: Sequence[LayerRow],
     items: Sequence[tuple[Item, ...]],
-    epoch: EpochUsage | None,
+    epoch: EpochFigures | None,
 ) -> LastLayerUsage:
     """`base` (buckets only) completed with one entry per layer row and `epoch`."""
     from noetic.usage_reports import LayerUsageEntry
@@ -118,7 +117,7 @@ def _with_rows(
             + base.tools_tokens
             + base.history_tokens
             + layer_tokens,
-            "epoch": epoch,
+            "epoch": None if epoch is None else epoch.usage(),
         }
     )
 
@@ -147,7 +146,7 @@ def _layered_from_rows(
     history_tokens: int,
     rows: Sequence[LayerRow],
     items: Sequence[tuple[Item, ...]],
-    epoch: EpochUsage | None,
+    epoch: EpochFigures | None,
 ) -> LastLayerUsage:
     """`layered_usage` of a banded view already reduced to its rows (`layer_rows`)."""
     base = window_usage(execution_id, model_id, instructions, tools, history=())
