@@ -464,8 +464,19 @@ def _band_and_pin(
         else:
             anchored[output.layer_id] = output
     if not epoch.pins and epoch.assemblies == 0:
+        # A new epoch pins every anchored output as it is and serves it fresh, unchanged:
+        # what `_serve_pin` would do for each, without its comparisons (every turn on a new
+        # thread opens one).
+        pins, churns = epoch.pins, store.churn
         for layer_id, output in anchored.items():
-            epoch.pins[layer_id] = Pin.of(output)
+            pin = pins[layer_id] = Pin.of(output)
+            bands.anchor.extend(output.items)
+            bands.served.append(pin.output or pin.served(layer_id))
+            churn = churns.get(layer_id) or store.churn_of(layer_id)
+            if count_churn:
+                churn.observed += 1
+            bands.info[layer_id] = _serve_info("anchor", "fresh", False, churn.rate, churn.rebill_tokens)
+        return bands
     for layer_id, pin in epoch.pins.items():
         _serve_pin(bands, epoch, layer_id, pin, anchored.get(layer_id), placements, store, count_churn)
     for layer_id, output in anchored.items():

@@ -58,6 +58,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LayeredCall"]
 
+#: State types `copy.deepcopy` returns unchanged (immutable atoms).
+_ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
+
 
 class _SeenLog:
     """The log as one step's rounds have seen it: system messages, the rest (history), their
@@ -161,11 +164,12 @@ class LayeredCall:
         call._budgets = memory.budgets([e.layer for e in entries], projection, system_tokens)
         call._outputs = await call._recall(entries, call._budgets)
         await frame.flush()
-        await call._band(instructions)
+        await call._band(instructions, entries)
         return call
 
-    async def _band(self, instructions: str | None) -> None:
-        """Band the current layer outputs for the prompt cache (AN-1..AN-8)."""
+    async def _band(self, instructions: str | None, entries: Sequence[LayerEntry]) -> None:
+        """Band the current layer outputs for the prompt cache (AN-1..AN-8); `entries` are
+        the frame's active ones."""
         memory, ctx, budgets = self._memory, self.ctx, self._budgets
 
         async def render_delta(
@@ -178,7 +182,7 @@ class LayeredCall:
         self._instructions = instructions
         self.banded = banded = await band_outputs(
             self._outputs,
-            {e.id: getattr(e.layer, "placement", "auto") for e in self.frame.active()},
+            {e.id: getattr(e.layer, "placement", "auto") for e in entries},
             store=memory.anchors,
             key=lineage_key(ctx.depth, ctx.thread_id, ctx.id),
             instructions=instructions,
@@ -197,7 +201,8 @@ class LayeredCall:
         The other layers keep this step's output; an anchored layer whose output changed is
         published as a supersede, so the cached prefix stays valid.
         """
-        entries = [e for e in self.frame.active() if e.id in layer_ids]
+        active = self.frame.active()
+        entries = [e for e in active if e.id in layer_ids]
         if not entries:
             return
         for entry in entries:
@@ -206,7 +211,7 @@ class LayeredCall:
         outputs.update((o.layer_id, o) for o in await self._recall(entries, self._budgets))
         await self.frame.flush()
         self._outputs = [outputs[e.id] for e in self.frame.with_hook("recall") if e.id in outputs]
-        await self._band(self._instructions)
+        await self._band(self._instructions, active)
 
     async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
         ordered = sorted(entries, key=slot_of)  # stable: ties keep array order
@@ -363,7 +368,9 @@ class LayeredCall:
         changed: list[LayerEntry] = []
 
         def args(entry: LayerEntry) -> tuple[Any, ...]:
-            snapshot = copy.deepcopy(entry.state)
+            state = entry.state
+            # `deepcopy` gives an immutable atom back as it is: no call needed for one
+            snapshot = state if type(state) in _ATOMS else copy.deepcopy(state)
             return LayerContext(entry, self.ctx, query=self.query, snapshot=snapshot), result
 
         def stored(entry: LayerEntry, value: Any) -> None:

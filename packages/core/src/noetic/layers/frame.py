@@ -154,19 +154,22 @@ MAX_HOOK_INDEXES = 1_000
 
 
 def hook_index(memo: HookIndexes, entries: Sequence[LayerEntry]) -> Mapping[str, tuple[int, ...]]:
-    """For every hook name, the positions in `entries` of those defining it, slot ascending
-    (ties in list order). It depends only on the layer objects (their hooks are fixed once
-    they run, `hook_table`) and their slots, so it is worked out once per such list and
-    `memo`'d: a harness's frames repeat the same layers turn after turn."""
+    """For every hook name some of `entries` define, the positions of those, slot ascending
+    (ties in list order); a name none defines is left out. It depends only on the layer
+    objects (their hooks are fixed once they run, `hook_table`) and their slots, so it is
+    worked out once per such list and `memo`'d: a harness's frames repeat the same layers
+    turn after turn."""
     layers = tuple([e.layer for e in entries])
     key = (tuple(map(id, layers)), tuple([layer.slot for layer in layers]))
     found = memo.get(key)
     if found is not None:
         return found[1]
     by_slot = sorted(range(len(entries)), key=lambda i: entries[i].layer.slot)  # stable
-    index = {
-        name: tuple([i for i in by_slot if entries[i].hooks.get(name) is not None]) for name in HOOK_NAMES
-    }
+    index = {}
+    for name in HOOK_NAMES:
+        positions = tuple([i for i in by_slot if entries[i].hooks.get(name) is not None])
+        if positions:
+            index[name] = positions
     if len(memo) >= MAX_HOOK_INDEXES:
         memo.clear()
     memo[key] = (layers, index)
@@ -416,7 +419,6 @@ class LayerFrame:
         "_ctx",
         "_handles",
         "_hooked",
-        "_index",
         "_teardown",
         "_tools",
         "by_id",
@@ -447,8 +449,7 @@ class LayerFrame:
         self._tools: dict[str, Tool] | None = None
         #: `handles`, held weakly (the handles hold this frame; `ctx.context` keeps them alive).
         self._handles: weakref.ref[LayerHandles] | None = None
-        self._hooked: dict[str, tuple[LayerEntry, ...]] = {}
-        self._index: Mapping[str, tuple[int, ...]] | None = None
+        self._hooked: dict[str, tuple[LayerEntry, ...]] | None = None
 
     @property
     def ctx(self) -> Context:
@@ -481,16 +482,15 @@ class LayerFrame:
 
         Computed once per hook name: the hooks of a layer object do not change.
         """
-        found = self._hooked.get(name)
-        if found is None:
-            index = self._index
-            if index is None:
-                index = self._index = hook_index(
-                    self.ctx._exec.harness.layer_memory.hook_indexes, self.entries
-                )
-            positions = index[name]
-            found = self._hooked[name] = tuple(map(self.entries.__getitem__, positions)) if positions else ()
-        return found
+        hooked = self._hooked
+        if hooked is None:
+            # every hook some entry defines at once (a frame asks for most hook names)
+            index = hook_index(self.ctx._exec.harness.layer_memory.hook_indexes, self.entries)
+            entry_at = self.entries.__getitem__
+            hooked = self._hooked = {
+                hook: tuple(map(entry_at, positions)) for hook, positions in index.items()
+            }
+        return hooked.get(name, ())
 
     @property
     def handles(self) -> LayerHandles:
