@@ -336,9 +336,12 @@ class EpochFigures(NamedTuple):
         )
 
 
-@dataclass(frozen=True, slots=True)
-class BandedView:
-    """The layer part of one assembly: bands, updates, what each layer served, the epoch."""
+class BandedView(NamedTuple):
+    """The layer part of one assembly: bands, updates, what each layer served, the epoch.
+
+    A named tuple (immutable, like a frozen dataclass) because every model step with layers
+    builds one, and a frozen dataclass sets each field through `object.__setattr__`.
+    """
 
     anchor: tuple[Item, ...]
     live: tuple[Item, ...]
@@ -361,14 +364,19 @@ class _Stale:
     current: tuple[Item, ...]
 
 
-@dataclass(slots=True)
 class _Bands:
-    anchor: list[Item] = field(default_factory=list)
-    live: list[Item] = field(default_factory=list)
-    live_tokens: int = 0
-    served: list[LayerOutput] = field(default_factory=list)
-    info: dict[str, ServeInfo] = field(default_factory=dict)
-    stale: list[_Stale] = field(default_factory=list)
+    """The bands of one assembly while they are filled in (a plain class: a dataclass with
+    default factories costs several times as much to make, once per step)."""
+
+    __slots__ = ("anchor", "info", "live", "live_tokens", "served", "stale")
+
+    def __init__(self) -> None:
+        self.anchor: list[Item] = []
+        self.live: list[Item] = []
+        self.live_tokens = 0
+        self.served: list[LayerOutput] = []
+        self.info: dict[str, ServeInfo] = {}
+        self.stale: list[_Stale] = []
 
 
 async def band_outputs(

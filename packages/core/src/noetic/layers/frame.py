@@ -474,23 +474,23 @@ class LayerFrame:
 
     def with_hook(self, name: str) -> list[LayerEntry]:
         """Active entries defining hook `name`, slot ascending, ties in array order."""
-        found = self.defining(name)
+        hooked = self._hooked
+        found = (self._hook_lists() if hooked is None else hooked).get(name)
         return [e for e in found if e.started and not e.disabled] if found else []
 
     def defining(self, name: str) -> tuple[LayerEntry, ...]:
-        """Entries defining hook `name` (active or not), slot ascending, ties in array order.
-
-        Computed once per hook name: the hooks of a layer object do not change.
-        """
+        """Entries defining hook `name` (active or not), slot ascending, ties in array order."""
         hooked = self._hooked
-        if hooked is None:
-            # every hook some entry defines at once (a frame asks for most hook names)
-            index = hook_index(self.ctx._exec.harness.layer_memory.hook_indexes, self.entries)
-            entry_at = self.entries.__getitem__
-            hooked = self._hooked = {
-                hook: tuple(map(entry_at, positions)) for hook, positions in index.items()
-            }
-        return hooked.get(name, ())
+        return (self._hook_lists() if hooked is None else hooked).get(name, ())
+
+    def _hook_lists(self) -> dict[str, tuple[LayerEntry, ...]]:
+        """The entries defining each hook some entry defines, worked out once per frame (from
+        the harness's `hook_index` memo): a frame asks for most hook names, and the hooks of a
+        layer object do not change."""
+        index = hook_index(self.ctx._exec.harness.layer_memory.hook_indexes, self.entries)
+        entry_at = self.entries.__getitem__
+        hooked = self._hooked = {hook: tuple(map(entry_at, positions)) for hook, positions in index.items()}
+        return hooked
 
     @property
     def handles(self) -> LayerHandles:
