@@ -192,6 +192,30 @@ async def test_sc_5_updates_answered_by_the_tool_loop_are_not_applied_twice() ->
     assert await layer.store(Ctx(), result) is None  # type: ignore[arg-type]
 
 
+async def test_sc_5_only_unanswered_update_calls_apply_among_other_items() -> None:
+    """SC-5: among other tools' calls and outputs, store applies exactly the unanswered
+    `scratchpad/update` calls, in order; with none of those it changes nothing."""
+    layer = scratchpad()
+
+    class Ctx:
+        state = "old notes"
+
+    def result(*items: Any) -> nt.CallResult:
+        return nt.CallResult(new_items=items, rounds=(), model_id="m", text="")
+
+    other = FunctionCallItem(call_id="o", name="add", arguments=json.dumps({"k": "not mine"}))
+    answered = FunctionCallItem(call_id="a", name="scratchpad/update", arguments=json.dumps({"k": "done"}))
+    first = FunctionCallItem(call_id="r1", name="scratchpad/update", arguments=json.dumps({"k": 1, "x": 1}))
+    second = FunctionCallItem(call_id="r2", name="scratchpad/update", arguments=json.dumps({"k": 2}))
+    outputs = (
+        FunctionCallOutputItem(call_id="o", output="3"),
+        FunctionCallOutputItem(call_id="a", output="null"),
+    )
+    stored = await layer.store(Ctx(), result(other, answered, first, *outputs, second))  # type: ignore[arg-type]
+    assert stored == {"k": 2, "x": 1, "_previous": "old notes"}
+    assert await layer.store(Ctx(), result(other, answered, *outputs)) is None  # type: ignore[arg-type]
+
+
 async def test_sc_6_only_a_resource_scratchpad_reaches_children() -> None:
     """SC-6: resource scope clones the state into a spawn child; thread scope disables it."""
 

@@ -174,11 +174,14 @@ class Scratchpad(ContextLayer):
         """SC-5: apply raw `scratchpad/update` calls the tool loop did not run."""
         if self.read_only:
             return None
+        updates = [i for i in response.new_items if isinstance(i, FunctionCallItem) and i.name == UPDATE_TOOL]
+        if not updates:  # most steps: nothing to look for among the outputs
+            return None
         answered = {i.call_id for i in response.new_items if isinstance(i, FunctionCallOutputItem)}
         state: ScratchpadState = ctx.state if ctx.state is not None else self._empty()
         changed = False
-        for item in response.new_items:
-            if not isinstance(item, FunctionCallItem) or item.name != UPDATE_TOOL or item.call_id in answered:
+        for item in updates:
+            if item.call_id in answered:
                 continue
             try:
                 args = json.loads(item.arguments or "{}")

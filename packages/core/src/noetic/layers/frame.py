@@ -548,11 +548,18 @@ class LayerFrame:
             return True
         if self._teardown is not None:
             return False
-        for entry in self.owned:
+        owned = self.owned
+        for entry in owned:
             if entry.dirty:
                 return False
-        hooked = (*self.defining("on_complete"), *self.defining("dispose"))
-        return not any(e.active and e in self.owned for e in hooked)
+        hooked = self._hooked
+        if hooked is None:
+            hooked = self._hook_lists()
+        for name in ("on_complete", "dispose"):
+            for entry in hooked.get(name, ()):
+                if entry.active and entry in owned:
+                    return False
+        return True
 
     async def teardown(self, outcome: Outcome) -> None:
         """`on_complete(outcome)` then `dispose` for owned active entries, once (LY-10/11).
