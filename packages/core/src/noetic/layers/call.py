@@ -230,15 +230,19 @@ class LayeredCall:
                     continue
             called.append(entry)
 
-        render_text = self._memory.render_text
+        memory = self._memory
+        renders = memory.renders
 
         def recalled(entry: LayerEntry, value: Any) -> None:
-            # a string (most recalls return one) straight to its render, else `_output`
-            output = (
-                (render_text(entry.id, value) if value else None)
-                if type(value) is str
-                else _output(entry, value, self._memory)
-            )
+            output: LayerOutput | None
+            if type(value) is str:  # most recalls return one: its render, reused while unchanged
+                last = renders.get(entry.id)
+                if last is not None and last.text == value:
+                    output = last  # `LayerMemory.render_text`'s hit, inline
+                else:
+                    output = memory.render_text(entry.id, value) if value else None
+            else:
+                output = _output(entry, value, memory)
             if output is not None:
                 if entry.id in eventual:
                     cache.put(entry.cache_key, output)
@@ -249,11 +253,11 @@ class LayeredCall:
                 raise exc
             report(entry, "recall", exc)
 
-        query = self.query
+        ctx, query = self.ctx, self.query
         await run_hooks(
             called,
             "recall",
-            lambda entry: (LayerContext(entry, self.ctx, query=query), budgets.get(entry.id, 0)),
+            lambda entry: (LayerContext(entry, ctx, query=query), budgets.get(entry.id, 0)),
             recalled,
             failed,
         )
