@@ -15,6 +15,7 @@ tool definitions or the layers' rendered items the harness holds anyway.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -65,14 +66,20 @@ def with_layers(base: LastLayerUsage, banded: BandedView) -> LastLayerUsage:
     return _with_rows(base, rows, items, banded.epoch)
 
 
+#: The sort key of `layer_rows`' lines (read in C).
+_layer_id = operator.itemgetter(0)
+
+
 def layer_rows(banded: BandedView) -> tuple[tuple[LayerRow, ...], tuple[tuple[Item, ...], ...]]:
     """What each layer of `banded` served, sorted by layer id: its row, and apart from the
     rows (in the same order) the items the model was shown for it."""
+    records = banded.info
     lines = []
     for output in banded.served:
-        info = banded.info_of(output.layer_id)
+        layer_id = output.layer_id
+        info = records.get(layer_id) or banded.info_of(layer_id)
         row = (
-            output.layer_id,
+            layer_id,
             output.token_count,
             info.placement,
             info.served,
@@ -80,9 +87,9 @@ def layer_rows(banded: BandedView) -> tuple[tuple[LayerRow, ...], tuple[tuple[It
             min(1.0, max(0.0, info.churn_rate)),
             round(info.rebill_tokens),
         )
-        lines.append((row, output.items))
-    lines.sort(key=lambda line: line[0][0])
-    return tuple(row for row, _ in lines), tuple(items for _, items in lines)
+        lines.append((layer_id, row, output.items))
+    lines.sort(key=_layer_id)  # stable: a layer served twice keeps its order
+    return tuple([line[1] for line in lines]), tuple([line[2] for line in lines])
 
 
 def _with_rows(
