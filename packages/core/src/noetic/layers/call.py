@@ -365,6 +365,8 @@ class LayeredCall:
 
     async def store(self, result: CallResult) -> None:
         """Run every active layer's `store` concurrently, all-settled (LY-7)."""
+        if not self.frame.defining("store"):
+            return
         entries = [e for e in self.frame.active() if e.hooks.get("store") is not None]
         if not entries:
             return
