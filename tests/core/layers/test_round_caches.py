@@ -202,3 +202,18 @@ def test_epoch_figures_pickle_as_plain_values() -> None:
     assert again.usage() == EpochUsage(
         id="t:x#0", age=1, anchor_tokens=12, live_tokens=3, delta_tokens=0, reanchor_reason="cold-start"
     )
+
+
+async def test_the_memory_store_hands_out_copies_of_mutable_values_only() -> None:
+    """The in-memory store copies a value out: a dict read back and changed leaves the stored
+    one alone; an immutable value needs no copy and comes back as stored."""
+    from noetic.layers.storage import MemoryLayerStateStore
+
+    store = MemoryLayerStateStore()
+    await store.set("d", {"notes": ["a"]})
+    await store.set("s", "text")
+    read = await store.get("d")
+    read["notes"].append("b")
+    assert await store.get("d") == {"notes": ["a"]}
+    assert await store.get("s") == "text"
+    assert await store.get("missing") is None

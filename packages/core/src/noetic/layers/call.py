@@ -17,7 +17,6 @@ what the harness keeps across turns is `noetic.layers.memory`.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +44,7 @@ from noetic.layers.frame import (
 )
 from noetic.layers.overflow import summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
+from noetic.layers.storage import detached
 from noetic.layers.usage import CallParts, LazyUsage, with_layers
 from noetic.layers.view import assemble_view, strip_orphans
 from noetic.tokens import estimate_text
@@ -57,9 +57,6 @@ if TYPE_CHECKING:
     from noetic.usage import LastLayerUsage, RoundUsage
 
 __all__ = ["LayeredCall"]
-
-#: State types `copy.deepcopy` returns unchanged (immutable atoms).
-_ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
 
 
 class _SeenLog:
@@ -374,9 +371,7 @@ class LayeredCall:
         changed: list[LayerEntry] = []
 
         def args(entry: LayerEntry) -> tuple[Any, ...]:
-            state = entry.state
-            # `deepcopy` gives an immutable atom back as it is: no call needed for one
-            snapshot = state if type(state) in _ATOMS else copy.deepcopy(state)
+            snapshot = detached(entry.state)
             return LayerContext(entry, self.ctx, query=self.query, snapshot=snapshot), result
 
         def stored(entry: LayerEntry, value: Any) -> None:

@@ -57,6 +57,16 @@ class LayerStateStore(Protocol):
         ...
 
 
+#: Value types `copy.deepcopy` gives back unchanged (immutable atoms).
+_ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def detached(value: Any) -> Any:
+    """A deep copy of `value`: `copy.deepcopy`, without the call for an immutable atom (which
+    it would give back as it is) — most layer states read and snapshotted are None or a string."""
+    return value if type(value) in _ATOMS else copy.deepcopy(value)
+
+
 class MemoryLayerStateStore:
     """The default `LayerStateStore`: a dict in memory, values copied in and out."""
 
@@ -68,7 +78,7 @@ class MemoryLayerStateStore:
 
     async def get(self, key: str) -> Any:
         """The value under `key`, or None when there is none."""
-        return copy.deepcopy(self._data.get(key))
+        return detached(self._data.get(key))
 
     async def set(self, key: str, value: Any) -> None:
         """Store a copy of `value` under `key`."""
