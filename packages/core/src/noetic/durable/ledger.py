@@ -54,7 +54,7 @@ from noetic.durable.store import (
     encode_document,
     execution_prefix,
 )
-from noetic.durable.trace import trace_row
+from noetic.durable.trace import trace_prefix, trace_row
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.usage import LastLayerUsage, RoundUsage, StepMeta
 
@@ -297,6 +297,7 @@ class StepLedger:
         "_prefix",
         "_rows",
         "_stale",
+        "_trace_prefix",
         "attempt",
         "execution_id",
         "retention",
@@ -316,6 +317,7 @@ class StepLedger:
         #: Which attempt at the execution this is (1, then one more per resume), for the trace.
         self.attempt = attempt
         self._prefix = ledger_prefix(execution_id)
+        self._trace_prefix = trace_prefix(execution_id)  # worked out once: it percent-encodes the id
         self.retention = retention
         self.stats = StepLedgerStats()
         self._entries: dict[str, Recovered] = dict(window.entries)
@@ -476,7 +478,7 @@ class StepLedger:
         )
         try:
             return trace_row(
-                self.execution_id,
+                self._trace_prefix,
                 {
                     "seq": seq,
                     "attempt": self.attempt,
