@@ -49,7 +49,7 @@ from noetic.steps.spawn import spawn
 from noetic.tools import Tool, invoke_tool
 from noetic.workflows import document as d
 from noetic.workflows.expressions import Expression, compile_expression
-from noetic.workflows.limits import WorkflowLimits, check_node_limits
+from noetic.workflows.limits import WorkflowLimits, check_node_limits, check_schema_cost
 from noetic.workflows.load import DocumentSource, parse_document
 from noetic.workflows.problems import ROOT, Problem, child_path, index_path
 from noetic.workflows.run_budget import charge_kept_item, counted_iterations
@@ -232,7 +232,7 @@ class Hydrator:
                 )
             else:
                 decl = code_side
-        else:
+        elif self._schemas_within_limits(spec, path):
             try:
                 event = Schema.from_document(spec.event) if spec.event is not None else None
                 decl = custom_item(
@@ -245,6 +245,17 @@ class Hydrator:
                 self._problem(path, exc.code, exc.message)
         self._declarations[key] = decl
         return decl
+
+    def _schemas_within_limits(self, spec: d.CustomItemSpec, path: str) -> bool:
+        """False, with the problems recorded, when a schema of `spec` is too large to validate with."""
+        problems = [
+            problem
+            for key, schema in (("event", spec.event), ("output", spec.output))
+            if schema is not None
+            for problem in check_schema_cost(schema, child_path(path, key), self.limits)
+        ]
+        self.problems.extend(problems)
+        return not problems
 
     def _emit(self, node: d.Node, path: str, scope: Scope) -> tuple[Scope | None, Any]:
         """The `custom_items=` and `emit_items=` of the step for `node`."""
