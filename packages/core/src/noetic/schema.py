@@ -194,6 +194,8 @@ class Schema:
             value = json.loads(text) if text.strip() else {}
         except json.JSONDecodeError as exc:
             raise SchemaError([SchemaProblem("", f"not valid JSON ({exc.msg} at {exc.pos})")]) from None
+        except RecursionError:  # Python's parser recurses once per nested array or object
+            raise SchemaError([SchemaProblem("", "the JSON nests too deeply to parse")]) from None
         return self.validate(value)
 
     @cached_property
