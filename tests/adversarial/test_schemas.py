@@ -161,6 +161,7 @@ def test_a_schema_expanding_to_millions_is_refused_by_validate_and_run(child):
         assert "Traceback" not in finished.stderr
         assert "$.customItems.thing.output: [WORKFLOW_VALIDATION_FAILED]" in finished.stderr
         assert "WorkflowLimits.max_schema_size" in finished.stderr
+        assert "UNKNOWN_CUSTOM_ITEM" not in finished.stderr  # the refused item is not "declared nowhere"
 
 
 RUN_WITH_LIMITS = """

@@ -164,6 +164,8 @@ class Hydrator:
         self.nodes = 0
         self._expressions: dict[str, Expression | NoeticConfigError] = {}
         self._declarations: dict[int, CustomItemDecl[Any, Any] | None] = {}
+        #: Names whose document declaration was refused (its problem is reported already).
+        self._refused_items: set[str] = set()
         self._documents: dict[str, d.WorkflowDocument | None] = {}
 
     # --- documents ------------------------------------------------------------------------
@@ -214,6 +216,8 @@ class Hydrator:
             decl = self._declaration(name, spec, child_path(path, name))
             if decl is not None:
                 scope[name] = decl
+            else:
+                self._refused_items.add(name)
         return scope
 
     def _declaration(self, name: str, spec: d.CustomItemSpec, path: str) -> CustomItemDecl[Any, Any] | None:
@@ -265,7 +269,7 @@ class Hydrator:
         if spec is True:
             return scope, True
         emit_path = child_path(path, "emitItems")
-        if spec.item not in scope:
+        if spec.item not in scope and spec.item not in self._refused_items:
             self._unresolved_item(spec.item, child_path(emit_path, "item"), scope)
         hooks: dict[str, Any] = {"item": spec.item}
         if spec.on_start is not None:
