@@ -16,7 +16,7 @@ jsonschema validator for them, and `schema_problems` lists what makes one unacce
 - `anyOf` and `oneOf` stop at a branch's first error and keep none of the branches' errors
   (jsonschema keeps every error of every failed branch, so nested combinators hold a tree of
   errors as large as the work done);
-- every keyword is metered: a validation counts its CPU time against the run's
+- every keyword that applies subschemas is metered: a validation counts its CPU time against the run's
   `max_run_cpu_ms` (`metered_validation`), and stops with `LIMIT_EXCEEDED` as soon as it would
   go over, even in the middle of one value. How large the schema may be once its references
   are expanded is checked when the document is loaded (`noetic.workflows.schema_cost`).
@@ -244,6 +244,33 @@ _KEYWORDS = {
 
 #: How many keyword calls pass between two looks at the CPU clock (reading it is a system call).
 _CALLS_PER_CHECK = 64
+#: The keywords that apply subschemas: all repeated work passes through them, so metering them
+#: alone bounds a validation (the others do a bounded amount of work on one value each).
+_APPLICATORS = frozenset(
+    {
+        "$ref",
+        "$dynamicRef",
+        "additionalItems",
+        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "contains",
+        "dependencies",
+        "dependentSchemas",
+        "else",
+        "if",
+        "items",
+        "not",
+        "oneOf",
+        "patternProperties",
+        "prefixItems",
+        "properties",
+        "propertyNames",
+        "then",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
 
 
 class _Meter:
@@ -295,8 +322,11 @@ def _metered(keyword: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def document_validator_class(base: Any) -> Any:
-    """`base` (a jsonschema validator class) with the keywords above, every keyword metered."""
+    """`base` (a jsonschema validator class) with the keywords above, the applicators metered."""
     from jsonschema.validators import extend
 
     keywords = {**base.VALIDATORS, **{k: v for k, v in _KEYWORDS.items() if k in base.VALIDATORS}}
-    return extend(base, {name: _metered(keyword) for name, keyword in keywords.items()})
+    return extend(
+        base,
+        {name: _metered(keyword) if name in _APPLICATORS else keyword for name, keyword in keywords.items()},
+    )
