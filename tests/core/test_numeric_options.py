@@ -10,6 +10,7 @@ from typing import Any
 import noetic as nt
 import pytest
 from noetic.layers.budgets import allocate_budgets
+from noetic.workflows.limits import ExpressionLimits, WorkflowLimits
 
 HUGE = 10**400
 
@@ -52,6 +53,8 @@ OPTIONS: dict[str, tuple[Callable[[Any], object], str]] = {
         "INVALID_LAYER",
     ),
     "allocate_budgets": (lambda v: allocate_budgets(v, []), "INVALID_BUDGET_INPUT"),
+    "WorkflowLimits.max_run_cpu_ms": (lambda v: WorkflowLimits(max_run_cpu_ms=v), "INVALID_WORKFLOW_LIMITS"),
+    "ExpressionLimits.timeout_ms": (lambda v: ExpressionLimits(timeout_ms=v), "INVALID_WORKFLOW_LIMITS"),
 }
 
 
@@ -75,3 +78,17 @@ def test_an_ordinary_value_is_still_accepted() -> None:
     nt.AgentHarness("h", session_idle_timeout=10**6, background_grace=10**6)
     nt.loop("l", noop(), until=nt.until.no_tool_calls(), max_iterations=10**6)
     nt.spawn("s", noop(), timeout=10**6)
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True, "10", None])
+def test_a_workflow_limit_is_a_whole_number(value: object) -> None:
+    with pytest.raises(nt.NoeticConfigError) as err:
+        WorkflowLimits(max_iterations=value)  # type: ignore[arg-type]
+    assert err.value.code == "INVALID_WORKFLOW_LIMITS"
+    assert "WorkflowLimits.max_iterations" in err.value.message
+
+
+def test_the_expressions_field_must_be_expression_limits() -> None:
+    with pytest.raises(nt.NoeticConfigError) as err:
+        WorkflowLimits(expressions={"timeout_ms": 10})  # type: ignore[arg-type]
+    assert err.value.code == "INVALID_WORKFLOW_LIMITS"

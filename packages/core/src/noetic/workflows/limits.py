@@ -14,15 +14,19 @@ Documents may come from planners or users, so everything about them is bounded:
   expression evaluation the time, evaluation depth, range size, string size and the size of its
   input and output (`ExpressionLimits`).
 
-Static breaches are `WORKFLOW_VALIDATION_FAILED` problems naming the path.
+Static breaches are `WORKFLOW_VALIDATION_FAILED` problems naming the path. Every limit is a
+whole number >= 0; anything else (a bool, NaN, a string, 10**400) is `INVALID_WORKFLOW_LIMITS`
+when the limits are made.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from noetic.errors import NoeticConfigError
+from noetic.numbers import as_float
 from noetic.workflows.document import Node, iter_expressions, iter_nodes, node_children
 from noetic.workflows.problems import ROOT, Problem
 from noetic.workflows.schema_cost import expanded_cost
@@ -62,6 +66,9 @@ class ExpressionLimits:
     max_memory_bytes: int = 64_000_000
     max_value_bytes: int = 1_000_000
 
+    def __post_init__(self) -> None:
+        _check_counts(self)
+
 
 @dataclass(frozen=True, slots=True)
 class WorkflowLimits:
@@ -90,6 +97,33 @@ class WorkflowLimits:
     max_run_cpu_ms: int = 30_000
     max_run_memory_bytes: int = 256_000_000
     expressions: ExpressionLimits = field(default_factory=ExpressionLimits)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.expressions, ExpressionLimits):
+            raise NoeticConfigError(
+                "INVALID_WORKFLOW_LIMITS",
+                f"WorkflowLimits.expressions={self.expressions!r} is not valid: it must be an ExpressionLimits",
+                hint="Pass expressions=ExpressionLimits(timeout_ms=200), for example.",
+            )
+        _check_counts(self)
+
+
+def _check_counts(limits: ExpressionLimits | WorkflowLimits) -> None:
+    """Raise `INVALID_WORKFLOW_LIMITS` for a limit that is not a whole number >= 0 (one too
+    large for a float, such as 10**400, is refused too: limits are divided into seconds)."""
+    name = type(limits).__name__
+    for each in fields(limits):
+        value = getattr(limits, each.name)
+        if each.name == "expressions":
+            continue
+        number = as_float(value)
+        if not isinstance(value, int) or number is None or value < 0:
+            raise NoeticConfigError(
+                "INVALID_WORKFLOW_LIMITS",
+                f"{name}.{each.name}={value!r:.60} is not valid: it must be a whole number >= 0",
+                hint=f"Pass {name}({each.name}={each.default!r}) (the default) or another whole number.",
+                field=each.name,
+            )
 
 
 def json_text_depth(text: str) -> int:
