@@ -27,8 +27,8 @@ gc.disable()
 def _promote_to_oldest_generation() -> None:
     # Un-pausing alone leaves the ~38,000 objects made meanwhile counted as young: the next
     # allocation then sets off one young collection that walks all of them, several megabytes of
-    # cold memory (about 7 M instructions, but 10 ms or more of a 0.1 s import: it waits on the
-    # memory, which an instruction count does not see). `freeze` moves every tracked object into
+    # cold memory (about 14 M instructions, but 11 ms of a 0.1 s import: it waits on the memory,
+    # which an instruction count does not see). `freeze` moves every tracked object into
     # the permanent generation and zeroes the young count without walking anything; `unfreeze`
     # hands them all to the oldest generation, where the next full collection still looks at
     # them, as it would have. A program that froze objects itself keeps them frozen: the young
