@@ -4,11 +4,15 @@ depending on it run again, so a resume never mixes old and new results."""
 
 from __future__ import annotations
 
+import json
+from hashlib import blake2b
+from types import SimpleNamespace
 from typing import Any
 
 import noetic as nt
 import pytest
-from noetic.items import MessageItem
+from noetic.durable import fingerprint
+from noetic.items import ItemLog, MessageItem
 from noetic.model import ModelRequest
 from noetic.testing import ScriptedModel, text_reply
 from noetic.testing.scripted import ScriptedReply
@@ -138,3 +142,23 @@ async def test_rs_19_an_input_nobody_can_hash_always_reruns(storage: Any) -> Non
         crash["fail"] = False
         assert (await h.resume("e")).output == "used"
     assert runs == ["use", "use"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "é",
+        1.5,
+        [1, {"b": 2, "a": [True]}],
+        {"model": MessageItem.model_validate({"role": "user", "content": []})},
+        {3, 1},
+    ],
+)
+def test_rs_19_the_input_is_hashed_as_the_text_earlier_releases_hashed(value: Any) -> None:
+    """The hash is over `json.dumps(input, separators=(",", ":"), default=...)`, whichever way
+    the text is made, so entries recorded by an earlier release replay after an upgrade."""
+    ctx: Any = SimpleNamespace(item_log=ItemLog([]))  # all the hash reads of a context
+    expected = blake2b(b"0:\n", digest_size=16)
+    expected.update(json.dumps(value, separators=(",", ":"), default=fingerprint._plain).encode())
+    assert fingerprint.input_hash(value, ctx) == expected.hexdigest()

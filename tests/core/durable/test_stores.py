@@ -13,7 +13,7 @@ import pytest
 from noetic.durable import CheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
 from noetic.durable.claims import claims_held
 from noetic.durable.memory import memory_store_from_url
-from noetic.durable.sqlite import sqlite_store_from_url
+from noetic.durable.sqlite import LAYOUT_VERSION, sqlite_store_from_url
 
 pytestmark = pytest.mark.anyio
 
@@ -87,7 +87,7 @@ async def test_sqlite_uses_wal_full_sync_and_a_versioned_layout(tmp_path: Path) 
     assert store._conn is not None
     assert store._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert store._conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
-    assert store._conn.execute("PRAGMA user_version").fetchone() == (1,)
+    assert store._conn.execute("PRAGMA user_version").fetchone() == (LAYOUT_VERSION,)
     await store.aclose()
 
 

@@ -41,7 +41,7 @@ def input_hash(input: Any, ctx: Context) -> str:
     position = f"{len(items)}:{items[-1].id if items else ''}\n"
     digest = blake2b(position.encode(), digest_size=16)
     try:
-        text = json.dumps(input, separators=(",", ":"), default=_plain)
+        text = _ENCODER.encode(input)
     except (_Unhashable, TypeError, ValueError, RecursionError):
         text = f"unhashable:{os.urandom(16).hex()}"  # never equal: the step runs again
     digest.update(text.encode("utf-8", "surrogatepass"))
@@ -55,3 +55,8 @@ def _plain(value: Any) -> Any:
     if isinstance(value, set | frozenset):
         return sorted(repr(v) for v in value)
     raise _Unhashable
+
+
+#: `json.dumps(..., separators=(",", ":"), default=_plain)` built once (`json.dumps` with
+#: options builds a new encoder per call); the same text, so recorded hashes still match.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_plain)

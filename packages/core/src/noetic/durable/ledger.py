@@ -54,7 +54,7 @@ from noetic.durable.store import (
     encode_document,
     execution_prefix,
 )
-from noetic.durable.trace import trace_row
+from noetic.durable.trace import trace_prefix, trace_row
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.usage import LastLayerUsage, RoundUsage, StepMeta
 
@@ -297,6 +297,7 @@ class StepLedger:
         "_prefix",
         "_rows",
         "_stale",
+        "_trace_prefix",
         "attempt",
         "execution_id",
         "retention",
@@ -316,6 +317,7 @@ class StepLedger:
         #: Which attempt at the execution this is (1, then one more per resume), for the trace.
         self.attempt = attempt
         self._prefix = ledger_prefix(execution_id)
+        self._trace_prefix = trace_prefix(execution_id)  # worked out once: it percent-encodes the id
         self.retention = retention
         self.stats = StepLedgerStats()
         self._entries: dict[str, Recovered] = dict(window.entries)
@@ -403,7 +405,7 @@ class StepLedger:
         made = self._row(path, step, output, ctx, mark)
         if made is None:
             return None
-        row, stamp = made
+        row, head = made
         if len(row) > self.retention.max_entry_bytes:  # ASCII JSON: characters are bytes
             self._dropped("dropped_oversize", path, f"its entry exceeds max_entry_bytes ({len(row)} bytes)")
             return None
@@ -424,13 +426,16 @@ class StepLedger:
             self._paths.remove(oldest)  # a recovered entry still replays in this attempt
             self.stats.evicted += 1
         self.stats.recorded += 1
-        traced = self._trace(seq, path, step, ctx, mark, stamp)  # not among the rows: never compacted
+        traced = self._trace(seq, step, ctx, mark, head)  # not among the rows: never compacted
         if traced is not None:
             sets[traced[0]] = traced[1]
         return LedgerWrite(sets, deletes)
 
-    def _row(self, path: str, step: Step, output: Any, ctx: Context, mark: _Mark) -> tuple[str, str] | None:
-        """`(text, completed_at)` of the step's entry, or None when it is not plain JSON."""
+    def _row(
+        self, path: str, step: Step, output: Any, ctx: Context, mark: _Mark
+    ) -> tuple[str, dict[str, Any]] | None:
+        """`(text, head)` of the step's entry (`head`: its fields but items and output, which
+        the trace row repeats), or None when it is not plain JSON."""
         try:
             data = step.record_output(output)
             output_text = encode_document(data, max_depth=MAX_DEPTH - 1)  # one level down in the entry
@@ -458,10 +463,10 @@ class StepLedger:
             self._dropped("dropped_unserialisable", path, f"its output or items are not plain JSON ({exc})")
             return None
         # The items' texts are cached per item and the output is encoded once: both spliced in.
-        return f'{head_text[:-1]},"items":{items_text},"output":{output_text}}}', stamp
+        return f'{head_text[:-1]},"items":{items_text},"output":{output_text}}}', head
 
     def _trace(
-        self, seq: int, path: str, step: Step, ctx: Context, mark: _Mark, stamp: str
+        self, seq: int, step: Step, ctx: Context, mark: _Mark, head: dict[str, Any]
     ) -> tuple[str, str] | None:
         """The step's trace row (IN-1), or None when its layer usage is not JSON."""
         meta = ctx.last_step_meta
@@ -476,19 +481,19 @@ class StepLedger:
         )
         try:
             return trace_row(
-                self.execution_id,
+                self._trace_prefix,
                 {
                     "seq": seq,
                     "attempt": self.attempt,
-                    "path": path,
-                    "step_id": step.id,
-                    "kind": step.kind,
-                    "completed_at": stamp,
+                    "path": head["path"],
+                    "step_id": head["step_id"],
+                    "kind": head["kind"],
+                    "completed_at": head["completed_at"],
                     "duration_ms": round((time.monotonic() - mark.started) * 1000, 3),
-                    "cost": str(ctx._cost - mark.cost),
+                    "cost": head["cost"],
                     "billed_cost": str(ctx._billed - mark.billed),
                     "held_cost": str(ctx._held - mark.held),
-                    "usage": [ctx._in - mark.input, ctx._out - mark.output, _delta(ctx._cached, mark.cached)],
+                    "usage": head["usage"],
                     "layer_usage": None
                     if usage is None
                     else usage.model_dump(mode="json", exclude=_NO_ITEMS),

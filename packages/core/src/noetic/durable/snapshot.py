@@ -254,7 +254,7 @@ def start_rows(
 class SnapshotWriter:
     """Captures one execution's snapshot."""
 
-    __slots__ = ("attempt", "execution_id", "key", "outcome", "reason")
+    __slots__ = ("_bare", "attempt", "execution_id", "key", "outcome", "reason")
 
     def __init__(self, execution_id: str, attempt: int = 1):
         self.execution_id = execution_id
@@ -263,26 +263,41 @@ class SnapshotWriter:
         #: Set when the attempt's turn has ended (the last capture records it).
         self.outcome: Outcome | None = None
         self.reason: str | None = None
+        #: The body of a capture with nothing in it (see `capture`), once made.
+        self._bare: str | None = None
 
     async def capture(self, run: Execution) -> str:
         """The body of the snapshot of `run` now: the document without its `captured_at`, to
         tell whether anything changed (raises `TypeError`/`ValueError` if the layer states are
-        not JSON). `document(body)` is what is stored."""
+        not JSON). `document(body)` is what is stored.
+
+        Most steps of an agent without state or layer state change nothing the snapshot
+        holds: such a capture ("bare": no state, no layer state, not completed, no outcome)
+        is encoded once and its text given back after, instead of being built and encoded
+        again to learn it is unchanged.
+        """
         root = run.root
         assert root is not None
-        doc: dict[str, Any] = {"schema_version": SNAPSHOT_VERSION, "execution_id": self.execution_id}
         state = root.state
+        layers = await export_layers(run)
+        bare = state is None and layers == {} and not root.completed and self.outcome is None
+        if bare and self._bare is not None:
+            return self._bare
+        doc: dict[str, Any] = {"schema_version": SNAPSHOT_VERSION, "execution_id": self.execution_id}
         if state is None or is_plain_json(state):
             doc["has_state"], doc["state"] = True, state
         if root.completed:
             doc["completed"], doc["completion_value"] = True, root.completion_value
-        doc["layers"] = await export_layers(run)
+        doc["layers"] = layers
         doc["attempt"] = self.attempt
         if self.outcome is not None:
             doc["outcome"], doc["ended_at"] = self.outcome, datetime.now(UTC).isoformat()
             if self.reason is not None:
                 doc["reason"] = self.reason[:MAX_REASON]
-        return encode_document(doc)
+        body = encode_document(doc)
+        if bare:
+            self._bare = body
+        return body
 
     def document(self, body: str) -> str:
         """The stored snapshot: `body` (from `capture`) stamped with the time now."""

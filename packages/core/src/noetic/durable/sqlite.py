@@ -32,7 +32,8 @@ its header says (`noetic.durable.sqlite_header`, checked when the store opens it
 `CHECKPOINT_CORRUPT`. A damaged key still lists (`list_prefix`), as a string holding the bytes
 that are not UTF-8 as lone surrogates (Python's `surrogateescape`): reading it raises
 `CHECKPOINT_CORRUPT` naming it, and deleting it (`clear_checkpoint`) removes the row. The
-table layout is versioned through `PRAGMA user_version`. Claims lock a byte of the sidecar file
+table layout is versioned through `PRAGMA user_version` (`LAYOUT_VERSION`); a file of the
+previous layout is migrated in one transaction when the store opens it. Claims lock a byte of the sidecar file
 `{path}-claims` (see `noetic.durable.claims`).
 """
 
@@ -59,13 +60,29 @@ __all__ = ["SqliteCheckpointStore", "sqlite_store_from_url"]
 
 T = TypeVar("T")
 
-#: The table layout this code reads and writes (`PRAGMA user_version`).
-LAYOUT_VERSION = 1
+#: The table layout this code reads and writes (`PRAGMA user_version`); see `_SCHEMA`.
+LAYOUT_VERSION = 2
 #: Keys per `IN (...)` query, under SQLite's bound-parameter limit.
 _CHUNK = 500
+#: Layout 2: the rows in a rowid table, found by key through its unique index. A new row takes
+#: the next rowid, so it is appended at the table's right edge, where a full leaf splits by
+#: starting a new one (two or three pages written); only the index, whose entries are small,
+#: takes inserts in the middle. Layout 1 kept the rows themselves ordered by key
+#: (`WITHOUT ROWID`): a step's two rows landed mid-tree and a full leaf was rebalanced with its
+#: siblings, about one more WAL page per commit (bench/ANALYSIS.md, durable steps).
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS noetic_rows ("
-    " key TEXT PRIMARY KEY, value TEXT NOT NULL, crc INTEGER NOT NULL) WITHOUT ROWID"
+    "CREATE TABLE noetic_rows ("
+    "id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, value TEXT NOT NULL, crc INTEGER NOT NULL)"
+)
+#: Layout 1 to layout 2, in the one transaction `_prepare` runs: the old table is renamed, the
+#: new one made under the old name, the rows copied in key order and the old table dropped. A
+#: process killed before the commit leaves layout 1 as it was (the WAL's uncommitted frames
+#: are ignored); the copy keeps a damaged key's bytes as they are, so it still lists.
+_MIGRATE_FROM_1 = (
+    "ALTER TABLE noetic_rows RENAME TO noetic_rows_v1",
+    _SCHEMA,
+    "INSERT INTO noetic_rows (key, value, crc) SELECT key, value, crc FROM noetic_rows_v1 ORDER BY key",
+    "DROP TABLE noetic_rows_v1",
 )
 #: The `synchronous` settings offered: flush every commit, or leave flushing to checkpoints.
 SYNCHRONOUS = ("full", "normal")
@@ -176,9 +193,29 @@ class SqliteCheckpointStore:
                 time.sleep(0.005)  # in a worker thread: the event loop is not held
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        (version,) = conn.execute("PRAGMA user_version").fetchone()
-        if version == LAYOUT_VERSION:
+        """Check the file's table layout: create it in a new file, migrate layout 1 (one
+        transaction, `_MIGRATE_FROM_1`), refuse a newer one (`CHECKPOINT_SCHEMA_MISMATCH`)."""
+        if self._layout(conn) == LAYOUT_VERSION:
             return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._layout(conn)  # again under the write lock: another process may have moved it
+            if version == 1:
+                for statement in _MIGRATE_FROM_1:
+                    conn.execute(statement)
+            elif version == 0:
+                conn.execute(_SCHEMA)
+            if version != LAYOUT_VERSION:
+                conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _layout(self, conn: sqlite3.Connection) -> int:
+        """The file's table layout (0 for a new file); a newer one than this code reads is refused."""
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
         if version > LAYOUT_VERSION:
             raise NoeticConfigError(
                 "CHECKPOINT_SCHEMA_MISMATCH",
@@ -186,14 +223,7 @@ class SqliteCheckpointStore:
                 f"Noetic reads layout {LAYOUT_VERSION}",
                 hint="Upgrade noetic-core, or point storage= at a new database file.",
             )
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute(_SCHEMA)
-            conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        return int(version)
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def locked() -> T:
@@ -265,7 +295,7 @@ class SqliteCheckpointStore:
         await self.write({}, [key])
 
     async def list_prefix(self, prefix: str) -> list[str]:
-        """Every key starting with `prefix`, ascending (a range scan on the primary key)."""
+        """Every key starting with `prefix`, ascending (a range scan on the key's index)."""
 
         def scan(conn: sqlite3.Connection) -> list[str]:
             if not prefix:
@@ -398,7 +428,7 @@ def _transact(
             conn.executemany(_UPSERT, rows)
         if gone:  # most steps delete nothing: skip the statement
             # The cast leaves a key as it is and reads a damaged key's raw bytes (`_key_param`),
-            # bound as a blob, as the text its row holds; the primary key still finds the row.
+            # bound as a blob, as the text its row holds; the key's index still finds the row.
             conn.executemany("DELETE FROM noetic_rows WHERE key = CAST(? AS TEXT)", gone)
         conn.execute("COMMIT")
     except BaseException:

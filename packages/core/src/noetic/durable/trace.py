@@ -24,7 +24,7 @@ from noetic.durable.store import (
     execution_prefix,
 )
 
-__all__ = ["TRACE_VERSION", "StepTrace", "load_trace", "trace_key", "trace_prefix", "trace_row"]
+__all__ = ["TRACE_VERSION", "StepTrace", "load_trace", "trace_prefix", "trace_row"]
 
 #: Version of the trace rows this code writes and reads.
 TRACE_VERSION = 1
@@ -33,11 +33,6 @@ TRACE_VERSION = 1
 def trace_prefix(execution_id: str) -> str:
     """The key prefix of an execution's trace rows."""
     return f"{execution_prefix(execution_id)}trace:"
-
-
-def trace_key(execution_id: str, seq: int) -> str:
-    """The key of the trace row written with ledger entry `seq`."""
-    return f"{trace_prefix(execution_id)}{seq:08d}"
 
 
 class StepTrace(BaseModel):
@@ -65,11 +60,12 @@ class StepTrace(BaseModel):
     layer_usage: dict[str, Any] | None = None
 
 
-def trace_row(execution_id: str, trace: dict[str, Any]) -> tuple[str, str]:
-    """`(key, text)` of a trace row (`trace` holds the `StepTrace` fields but `v`); raises
+def trace_row(prefix: str, trace: dict[str, Any]) -> tuple[str, str]:
+    """`(key, text)` of a trace row under `prefix` (`trace_prefix` of the execution, which a
+    ledger works out once) where `trace` holds the `StepTrace` fields but `v`; raises
     `TypeError`/`ValueError` for values that are not JSON."""
     text = encode_document({"v": TRACE_VERSION, **trace})
-    return trace_key(execution_id, int(trace["seq"])), text
+    return f"{prefix}{int(trace['seq']):08d}", text
 
 
 async def load_trace(store: CheckpointStore, execution_id: str) -> list[StepTrace]:
