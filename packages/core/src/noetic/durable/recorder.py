@@ -23,6 +23,7 @@ claim disappears with it.
 from __future__ import annotations
 
 import logging
+import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -188,6 +189,20 @@ class Recorder:
                 await self._claim.release()
 
 
+#: How much of an input a log line shows: a few levels and items of it, never all of it (the
+#: full repr of a 200,000-element input is a megabyte, and of a 5,000-deep one a RecursionError).
+_INPUT_REPR = reprlib.Repr()  # keyword arguments to Repr() need Python 3.12
+_INPUT_REPR.maxlevel = 3
+_INPUT_REPR.maxstring = _INPUT_REPR.maxother = 80
+_SHOWN_LENGTH = 300
+
+
+def _shown(value: Any) -> str:
+    """A short repr of `value` for a log line (at most `_SHOWN_LENGTH` characters)."""
+    text = _INPUT_REPR.repr(value)
+    return text if len(text) <= _SHOWN_LENGTH else text[: _SHOWN_LENGTH - 3] + "..."
+
+
 async def begin(
     run: Execution,
     store: CheckpointStore,
@@ -208,7 +223,9 @@ async def begin(
     ctx = run.root
     assert ctx is not None
     if not is_plain_json(input):
-        log.warning("execution %s is not checkpointed: its input is not plain JSON (%r)", ctx.id, input)
+        log.warning(
+            "execution %s is not checkpointed: its input is not plain JSON (%s)", ctx.id, _shown(input)
+        )
         return None
     try:
         claim = await store.claim(ctx.id)
