@@ -6,8 +6,9 @@ Here every round imports each program once, each in a fresh interpreter with war
 caches, in an order rotated every round; the figures are medians over the rounds and the
 median of the per-round ratios, for wall time (S4's figure) and for the process's CPU time
 (which time spent waiting for a core on a busy machine does not inflate). Every program gets the same module search path (`PYTHONPATH`
-set to a `packages/core/src`), the floor included. `--tree DIR` adds `import noetic` from
-another checkout (for example `git archive` of the commit before a change):
+set to a `packages/core/src` and bench/), the floor included. Beside `import noetic` runs
+`import noetic` plus its first S1 round trip (what a deferred cost would move into). `--tree
+DIR` adds both from another checkout (for example `git archive` of the commit before a change):
 
     python bench/import_wall.py --rounds 30 --tree /tmp/base
 """
@@ -20,10 +21,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import IMPORTS, import_time, rotate  # bench/ is on the path only now
+from import_instructions import FIRST_USE  # bench/ is on the path only now
+from run import IMPORTS, import_time, rotate
 
-CORE = Path(__file__).resolve().parent.parent / "packages" / "core" / "src"
+BENCH = Path(__file__).resolve().parent
+CORE = BENCH.parent / "packages" / "core" / "src"
 FLOOR = "pydantic floor"
+FIRST_TURN = "import noetic\n" + FIRST_USE
 
 
 def main() -> None:
@@ -31,11 +35,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30, help="rounds of every program (default 30)")
     parser.add_argument("--tree", type=Path, help="another checkout whose `import noetic` runs beside")
     args = parser.parse_args()
-    programs = {FLOOR: (IMPORTS[FLOOR], CORE), "import noetic": ("import noetic", CORE)}
+    trees = {"": CORE}
     if args.tree is not None:
-        programs[f"import noetic ({args.tree})"] = ("import noetic", args.tree / "packages" / "core" / "src")
-    for statement, path in programs.values():  # the first run writes the bytecode caches
-        import_time(statement, path)
+        trees[f" ({args.tree})"] = args.tree / "packages" / "core" / "src"
+    programs = {FLOOR: (IMPORTS[FLOOR], CORE, BENCH)}
+    for suffix, core in trees.items():
+        programs[f"import noetic{suffix}"] = ("import noetic", core, BENCH)
+    for suffix, core in trees.items():
+        programs[f"import noetic + first S1 round trip{suffix}"] = (FIRST_TURN, core, BENCH)
+    for statement, *paths in programs.values():  # the first run writes the bytecode caches
+        import_time(statement, *paths)
     results: dict[str, list[dict[str, float]]] = {name: [] for name in programs}
     for k in range(args.rounds):
         for name in rotate(tuple(programs), k):

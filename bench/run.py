@@ -104,22 +104,22 @@ def worker(*args: str) -> dict[str, Any]:
     return result
 
 
-def import_time(statement: str, path: Path | None = None) -> dict[str, Any]:
+def import_time(statement: str, *paths: Path) -> dict[str, Any]:
     """Seconds `statement` takes in a fresh interpreter (startup itself excluded): wall time
     (`seconds`, what S4 reports) and the process's CPU time (`cpu_seconds`, which a busy machine
     disturbs less: time spent waiting for a core is not in it).
 
-    `path`, when given, goes first on the module search path (`PYTHONPATH`): another checkout's
-    `packages/core/src`, say; give it to every program that is compared, the floor included.
+    `paths`, when given, go first on the module search path (`PYTHONPATH`): another checkout's
+    `packages/core/src`, say; give them to every program that is compared, the floor included.
     """
     code = (
-        f"import time; t, c = time.perf_counter(), time.process_time(); {statement}; "
+        f"import time\nt, c = time.perf_counter(), time.process_time()\n{statement}\n"
         "print(time.perf_counter() - t, time.process_time() - c)"
     )
     # The warm-up must be able to write bytecode caches, or every subject is timed compiling its source.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if path is not None:
-        env["PYTHONPATH"] = str(path)
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(map(str, paths))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
