@@ -29,7 +29,6 @@ execution and the record. Neither is ever resumed from.
 from __future__ import annotations
 
 import inspect
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -49,12 +48,14 @@ from noetic.durable.history import EMPTY, StoredPoint, append_rows, load_point, 
 from noetic.durable.items import Declarations, ItemsRecord, load_items
 from noetic.durable.parts import join_record, split_record
 from noetic.durable.store import (
+    MAX_DEPTH,
     CheckpointStore,
     corrupt,
     decode_document,
     describe_error,
     encode_document,
     execution_prefix,
+    is_plain_json,
 )
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import Item
@@ -117,14 +118,6 @@ async def execution_ids(store: CheckpointStore) -> list[str]:
         except NoeticError:  # INVALID_ID
             continue
     return found
-
-
-def is_plain_json(value: Any) -> bool:
-    """True when `value` survives a JSON round trip unchanged (no tuples, objects, NaN, …)."""
-    try:
-        return bool(json.loads(encode_document(value)) == value)
-    except (TypeError, ValueError):
-        return False
 
 
 # --- the stored shapes ----------------------------------------------------------------------
@@ -284,7 +277,7 @@ class SnapshotWriter:
         if bare and self._bare is not None:
             return self._bare
         doc: dict[str, Any] = {"schema_version": SNAPSHOT_VERSION, "execution_id": self.execution_id}
-        if state is None or is_plain_json(state):
+        if state is None or is_plain_json(state, max_depth=MAX_DEPTH - 1):  # one level down
             doc["has_state"], doc["state"] = True, state
         if root.completed:
             doc["completed"], doc["completion_value"] = True, root.completion_value

@@ -31,6 +31,7 @@ registers it under a URL scheme through the `register_checkpoint_stores` hook.
 from __future__ import annotations
 
 import json
+import math
 import re
 import zlib
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,7 @@ __all__ = [
     "encode_document",
     "execution_locked",
     "execution_prefix",
+    "is_plain_json",
     "nesting_exceeds",
     "row_checksum",
     "verified_row",
@@ -133,6 +135,42 @@ def encode_document(value: Any, *, max_depth: int = MAX_DEPTH) -> str:
     if nesting_exceeds(text, max_depth):
         raise ValueError(f"it is nested deeper than {max_depth} levels")
     return text
+
+
+def is_plain_json(value: Any, *, max_depth: int = MAX_DEPTH) -> bool:
+    """True when `value` is made only of what a JSON round trip gives back as the very same
+    types: `dict` with `str` keys, `list`, `str`, `int`, `bool`, None and finite `float`, nested
+    at most `max_depth` levels (RS-14: a step sees on resume what it saw before).
+
+    Types are compared exactly: a `str` or `int` subclass (an `Enum` member), an `OrderedDict`,
+    a tuple, NaN or an object is not plain JSON, although `json.dumps` may accept it — it would
+    come back as another type. Walked with a stack, so neither depth nor a cycle recurses.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if depth >= max_depth:
+                return False
+            for key, child in item.items():
+                if type(key) is not str:
+                    return False
+                stack.append((child, depth + 1))
+        elif kind is list:
+            if depth >= max_depth:
+                return False
+            stack.extend((child, depth + 1) for child in item)
+        elif kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind not in _SCALARS:
+            return False
+    return True
+
+
+#: The scalar types JSON gives back exactly as they went in.
+_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def decode_document(key: str, text: str, *, execution_id: str | None = None) -> Any:
