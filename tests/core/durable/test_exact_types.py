@@ -19,7 +19,7 @@ from noetic.durable.snapshot import is_plain_json
 pytestmark = pytest.mark.anyio
 
 
-class Status(str, enum.Enum):
+class Status(str, enum.Enum):  # noqa: UP042 - the (str, Enum) form users write
     OK = "ok"
 
 

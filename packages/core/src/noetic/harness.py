@@ -97,6 +97,7 @@ class HarnessResponse(FrozenRecord, Generic[OutT]):
     __slots__ = (
         "_layer_usage",
         "billed_cost",
+        "checkpoint_error",
         "cost",
         "execution_id",
         "held_cost",
@@ -117,6 +118,10 @@ class HarnessResponse(FrozenRecord, Generic[OutT]):
     held_cost: float
     execution_id: str
     thread_id: str
+    #: Set when the turn's closing checkpoint could not be written: the turn ran to its end,
+    #: but its checkpoint does not record that, and resuming the execution would run its
+    #: unrecorded steps again (`CHECKPOINT_STORE_FAILED`, or what the store raised).
+    checkpoint_error: NoeticError | None
     _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None
 
     def __init__(
@@ -130,6 +135,7 @@ class HarnessResponse(FrozenRecord, Generic[OutT]):
         held_cost: float,
         execution_id: str,
         thread_id: str,
+        checkpoint_error: NoeticError | None = None,
         _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None,
     ) -> None:
         set_field(self, "output", output)
@@ -141,6 +147,7 @@ class HarnessResponse(FrozenRecord, Generic[OutT]):
         set_field(self, "held_cost", held_cost)
         set_field(self, "execution_id", execution_id)
         set_field(self, "thread_id", thread_id)
+        set_field(self, "checkpoint_error", checkpoint_error)
         set_field(self, "_layer_usage", _layer_usage)
 
     @property
@@ -999,10 +1006,12 @@ class AgentHarness(Generic[OutT]):
             outcome: Outcome = (
                 "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
             )
-            await run.recorder.close(run, outcome, None if error is None else error.message)
+            failure = await run.recorder.close(run, outcome, None if error is None else error.message)
+        else:
+            failure = None
         if run.layers.root is not None:
             await run.layers.finish_root(error)
-        self._answer_turn(run, session, tickets, output, error, first_item, started)
+        self._answer_turn(run, session, tickets, output, error, first_item, started, failure)
 
     def _end_execution(self, run: Execution, session: _Session, first_item: int) -> None:
         """Detach the finished execution from its thread and close its channels; a resumed
@@ -1025,13 +1034,14 @@ class AgentHarness(Generic[OutT]):
         error: NoeticError | None,
         first_item: int,
         started: float,
+        checkpoint_error: NoeticError | None = None,
     ) -> None:
         """Build the turn's response, publish its end and answer its tickets."""
         ctx = run.root
         assert ctx is not None
         if ctx.completed:
             output = ctx.completion_value
-        response = self._response(ctx, output, first_item)
+        response = self._response(ctx, output, first_item, checkpoint_error)
         turn_id = run.turn_id
         if error is None:
             session.last_response, session.last_error = response, None
@@ -1071,7 +1081,9 @@ class AgentHarness(Generic[OutT]):
             if written is not None:
                 set_chain(session, session.log, written)
 
-    def _response(self, ctx: Context, output: Any, first_item: int) -> HarnessResponse:
+    def _response(
+        self, ctx: Context, output: Any, first_item: int, checkpoint_error: NoeticError | None = None
+    ) -> HarnessResponse:
         items = tuple(ctx.item_log.items)
         text = output if isinstance(output, str) else last_assistant_text(items[first_item:])
         return HarnessResponse(
@@ -1084,6 +1096,7 @@ class AgentHarness(Generic[OutT]):
             held_cost=ctx.held_cost,
             execution_id=ctx.id,
             thread_id=ctx.thread_id,
+            checkpoint_error=checkpoint_error,
             _layer_usage=ctx._layer_usage,
         )
 

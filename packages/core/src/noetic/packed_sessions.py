@@ -136,7 +136,7 @@ def _packable(items: tuple[Item, ...], response: HarnessResponse[Any] | None) ->
     fields are plain data, and an output that is plain data (or pydantic models of it)."""
     if any(_foreign(item) for item in items):
         return False
-    return response is None or _plain(response.output)
+    return response is None or (response.checkpoint_error is None and _plain(response.output))
 
 
 def _foreign(item: Item) -> bool:

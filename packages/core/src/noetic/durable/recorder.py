@@ -11,8 +11,9 @@
   was recorded (RS-14).
 - `Recorder.save`: a completed step's ledger rows, the rows they supersede and the snapshot
   when it changed, as one atomic write — never the history again. `durability=` says when
-  that write is committed (`durability_of`). A failing save is logged and never fails the
-  step (CTX-16): the execution goes on, only less resumable.
+  that write is committed (`durability_of`). A failing save is logged (one line) and never
+  fails the step (CTX-16): the execution goes on, only less resumable. When the turn's
+  closing write fails, `close` returns why, and the turn's response carries it.
 - `clear`: remove every record of the execution (RS-13); the thread's history pieces it named
   stay, for the thread and its other executions (HS-4).
 
@@ -109,6 +110,7 @@ class Recorder:
         "_staged_body",
         "_store",
         "_writer",
+        "failure",
     )
 
     def __init__(
@@ -131,6 +133,8 @@ class Recorder:
         #: The snapshot in storage and the one staged to replace it (without `captured_at`).
         self._saved_body: str | None = None
         self._staged_body: str | None = None
+        #: Why the latest save failed (None once one succeeds): what `close` reports.
+        self.failure: NoeticError | None = None
 
     async def save(self, run: Execution, write: LedgerWrite | None = None, *, flush: bool = True) -> None:
         """Stage the snapshot (when it changed) and `write`'s rows; write everything staged as
@@ -146,13 +150,27 @@ class Recorder:
                     self._stage({self._writer.key: self._writer.document(body)}, ())
                 if flush or self._mode == "step":
                     await self._flush()
-            except Exception as exc:  # CTX-16: no save failure may fail the step
-                log.warning(
-                    "checkpoint of execution %s failed; the run goes on but cannot resume from here: %s",
-                    self._writer.execution_id,
-                    exc,
-                    exc_info=True,
-                )
+                self.failure = None
+            except Exception as exc:  # noqa: BLE001 - CTX-16: no save failure may fail the step
+                self.failure = self._failed(exc)
+
+    def _failed(self, exc: Exception) -> NoeticError:
+        """Log a failed save in one line (its traceback at DEBUG only) and say why as an error."""
+        execution_id = self._writer.execution_id
+        why = describe_error(exc)
+        log.warning(
+            "checkpoint of execution %s failed; the run goes on but cannot resume from here: %s",
+            execution_id,
+            why,
+        )
+        log.debug("checkpoint of execution %s failed", execution_id, exc_info=exc)
+        if isinstance(exc, NoeticError):
+            return exc
+        return NoeticError(
+            "CHECKPOINT_STORE_FAILED",
+            f"the checkpoint of execution {execution_id!r} could not be written: {why}",
+            execution_id=execution_id,
+        )
 
     @property
     def pending(self) -> bool:
@@ -175,17 +193,33 @@ class Recorder:
         if self._staged_body is not None:
             self._saved_body, self._staged_body = self._staged_body, None
 
-    async def close(self, run: Execution, outcome: Outcome | None = None, reason: str | None = None) -> None:
+    async def close(
+        self, run: Execution, outcome: Outcome | None = None, reason: str | None = None
+    ) -> NoeticError | None:
         """Write what is still staged (the turn's steps under `"turn"`, or rows a failed write
         left) with the snapshot recording the turn's `outcome` and failure `reason`, then
-        release the claim (shielded: it must happen even on cancellation)."""
+        release the claim (shielded: it must happen even on cancellation).
+
+        Returns why that closing write failed, or None: the turn ran to its end, but its
+        checkpoint does not say so, and a resume would run its unrecorded steps again — the
+        harness puts this on the turn's response (`checkpoint_error`) and logs it as an error.
+        """
         with anyio.CancelScope(shield=True):
             try:
                 self._writer.outcome, self._writer.reason = outcome, reason
                 if outcome is not None or self._mode == "turn" or self._sets or self._deletes:
                     await self.save(run)
+                    if self.failure is not None:
+                        log.error(
+                            "execution %s ended (%s) but its closing checkpoint was not written; "
+                            "resuming it would run its unrecorded steps again: %s",
+                            self._writer.execution_id,
+                            outcome,
+                            self.failure.message,
+                        )
             finally:
                 await self._claim.release()
+        return self.failure
 
 
 async def begin(

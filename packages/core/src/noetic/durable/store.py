@@ -31,7 +31,6 @@ registers it under a URL scheme through the `register_checkpoint_stores` hook.
 from __future__ import annotations
 
 import json
-import math
 import re
 import zlib
 from collections.abc import Mapping, Sequence
@@ -40,6 +39,7 @@ from urllib.parse import quote
 
 from noetic.errors import NoeticError
 from noetic.ids import checked_id
+from noetic.plain_json import MAX_DEPTH, is_plain_json
 
 __all__ = [
     "MAX_DEPTH",
@@ -113,11 +113,6 @@ class CheckpointStore(Protocol):
         ...
 
 
-#: The deepest nesting of arrays and objects a checkpoint document may have. What is recorded
-#: is held to it (a deeper output is not recorded), so a deeper stored row is damaged or forged.
-MAX_DEPTH = 200
-
-
 #: Built once: `json.dumps` with options builds a new encoder per call, a cost on every step.
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
@@ -135,42 +130,6 @@ def encode_document(value: Any, *, max_depth: int = MAX_DEPTH) -> str:
     if nesting_exceeds(text, max_depth):
         raise ValueError(f"it is nested deeper than {max_depth} levels")
     return text
-
-
-def is_plain_json(value: Any, *, max_depth: int = MAX_DEPTH) -> bool:
-    """True when `value` is made only of what a JSON round trip gives back as the very same
-    types: `dict` with `str` keys, `list`, `str`, `int`, `bool`, None and finite `float`, nested
-    at most `max_depth` levels (RS-14: a step sees on resume what it saw before).
-
-    Types are compared exactly: a `str` or `int` subclass (an `Enum` member), an `OrderedDict`,
-    a tuple, NaN or an object is not plain JSON, although `json.dumps` may accept it — it would
-    come back as another type. Walked with a stack, so neither depth nor a cycle recurses.
-    """
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            if depth >= max_depth:
-                return False
-            for key, child in item.items():
-                if type(key) is not str:
-                    return False
-                stack.append((child, depth + 1))
-        elif kind is list:
-            if depth >= max_depth:
-                return False
-            stack.extend((child, depth + 1) for child in item)
-        elif kind is float:
-            if not math.isfinite(item):
-                return False
-        elif kind not in _SCALARS:
-            return False
-    return True
-
-
-#: The scalar types JSON gives back exactly as they went in.
-_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def decode_document(key: str, text: str, *, execution_id: str | None = None) -> Any:
