@@ -126,6 +126,39 @@ def test_a_snapshot_key_whose_id_is_not_utf8_hides_no_other_execution(
     damage(path, "UPDATE noetic_rows SET key = CAST(? AS TEXT) WHERE key = ?", bad, key)
     (listed,), errors = fetch(server_with_stderr, path, "/api/executions")
     assert listed.status_code == 200, listed.text
-    ids = {row["execution_id"] for row in listed.json()["executions"]}
-    assert ids == {written.ok_id, written.resumed_id}
+    rows = {row["execution_id"]: row for row in listed.json()["executions"]}
+    assert set(rows) == {written.ok_id, written.failed_id, written.resumed_id}
+    assert rows[written.ok_id]["status"] == "completed"
+    # its other records are still under its own id: listed as damaged, its snapshot missing
+    assert rows[written.failed_id]["status"] == "damaged"
+    assert "snapshot" in rows[written.failed_id]["reason"] and "missing" in rows[written.failed_id]["reason"]
+    assert "Traceback" not in errors
+
+
+@pytest.mark.parametrize("word", ["ledger", "snapshot"])
+def test_a_damaged_key_word_lists_its_execution_as_damaged(
+    written: Any, tmp_path: Path, server_with_stderr: Any, word: str
+) -> None:
+    """One byte that is not UTF-8 in `ledger` or `snapshot` of a key: the execution is listed
+    as damaged, naming the key, instead of read without the row or left out."""
+    path = copy_of(written, tmp_path)
+    conn = sqlite3.connect(path)
+    (key,) = conn.execute(
+        "SELECT key FROM noetic_rows WHERE key LIKE ? ORDER BY key DESC LIMIT 1",
+        (f"execution:{written.ok_id}:{word}%",),
+    ).fetchone()
+    conn.close()
+    at = key.index(word) + 3
+    bad = key.encode()[:at] + b"\xff" + key.encode()[at + 1 :]
+    damage(path, "UPDATE noetic_rows SET key = CAST(? AS TEXT) WHERE key = ?", bad, key)
+    (listed, detail), errors = fetch(
+        server_with_stderr, path, "/api/executions", f"/api/executions/{written.ok_id}"
+    )
+    assert listed.status_code == 200, listed.text
+    rows = {row["execution_id"]: row for row in listed.json()["executions"]}
+    assert set(rows) == {written.ok_id, written.failed_id, written.resumed_id}
+    damaged = rows[written.ok_id]
+    assert damaged["status"] == "damaged" and damaged["reason"].startswith("CHECKPOINT_CORRUPT")
+    assert "not a key this version writes" in damaged["reason"]
+    assert detail.status_code == 500 and detail.json()["error"]["code"] == "CHECKPOINT_CORRUPT"
     assert "Traceback" not in errors

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -71,6 +72,8 @@ if TYPE_CHECKING:
 __all__ = ["AgentHarness", "HarnessConfig", "HarnessResponse"]
 
 log = logger("noetic.harness")
+#: `resume(input=...)` left out.
+_NOT_GIVEN: Any = object()
 DEFAULT_THREAD = "default"
 T = TypeVar("T")
 #: Seconds a background job (cost reconciliation) may run after its caller is gone.
@@ -1175,8 +1178,14 @@ class AgentHarness(Generic[OutT]):
         and `dispose`, children before parents, once (CTX-14). `ctx.abort()` alone runs neither."""
         await ctx._exec.layers.cancel(ctx, reason)
 
-    async def resume(self, execution_id: str) -> HarnessResponse[OutT]:
+    async def resume(self, execution_id: str, *, input: Any = _NOT_GIVEN) -> HarnessResponse[OutT]:
         """Continue an execution from its checkpoint (RS-4..RS-9, RS-14).
+
+        `input` is for an execution whose input was not plain JSON (a pydantic model, a tuple,
+        a dict with int keys, NaN), which its checkpoint does not store: resuming one without
+        it raises `RESUME_INPUT_REQUIRED`; given it again, the steps recorded for that input
+        replay. An execution whose input was stored resumes from it, and `input=` then raises
+        `RESUME_INPUT_STORED` (a config error) rather than be silently ignored.
 
         The execution keeps its id, thread and item log; steps the ledger recorded replay
         without running (no model calls, nothing added to `billed_cost`, their spend restored
@@ -1194,6 +1203,10 @@ class AgentHarness(Generic[OutT]):
         restored = await restore(store, execution_id, self._item_declarations())
         snap = restored.snapshot
         try:
+            if snap.input_stored != (input is _NOT_GIVEN):
+                raise _resume_input_error(execution_id, snap.input_stored)
+            if not snap.input_stored:
+                restored = replace(restored, snapshot=replace(snap, input=input))
             ticket = self._enqueue(None, snap.thread_id, execution_id, snap.resource_id, None, restored)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -1359,6 +1372,23 @@ _NEEDS_STORAGE_HINT = (
     "Pass storage='sqlite:///runs.db' (or 'memory://', or a CheckpointStore) with {option}=, "
     "or leave {option}= out."
 )
+
+
+def _resume_input_error(execution_id: str, stored: bool) -> NoeticError:
+    """The error for a resume whose `input=` does not fit its checkpoint (see `resume`)."""
+    if stored:
+        return NoeticConfigError(
+            "RESUME_INPUT_STORED",
+            f"execution {execution_id!r} stored its input; resume() continues from it",
+            hint=f"Leave input= out: resume({execution_id!r}).",
+            execution_id=execution_id,
+        )
+    return NoeticError(
+        "RESUME_INPUT_REQUIRED",
+        f"execution {execution_id!r} started from an input that is not plain JSON, which its "
+        f"checkpoint does not store; pass it again: resume({execution_id!r}, input=...)",
+        execution_id=execution_id,
+    )
 
 
 def _not_a_storage_url(spec: str) -> NoeticConfigError:

@@ -600,8 +600,29 @@ def _recover(key: str, raw: Any, execution_id: str, declarations: Declarations) 
         entry = LedgerEntry.model_validate(raw)
         items = load_items(entry.items, declarations)
         meta = StepMeta.model_validate(entry.meta) if entry.meta is not None else None
+        if meta is not None:
+            _check_meta(meta)
     except (ValidationError, NoeticError, ValueError, TypeError) as exc:
         raise corrupt(
             key, f"it is not a ledger entry ({describe_error(exc)})", execution_id=execution_id
         ) from None
     return Recovered(entry, items, meta)
+
+
+def _check_meta(meta: StepMeta) -> None:
+    """Refuse what this code never writes in a step's meta (RS-21): a negative token count, a
+    negative cost (a non-finite one never parses)."""
+    usage = meta.usage
+    if usage is not None:
+        counts = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cached_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+        )
+        if any(count is not None and count < 0 for count in counts):
+            raise ValueError("meta.usage: a token count is negative")
+    for cost in (meta.cost, meta.billed_cost):
+        if cost is not None and cost < 0:
+            raise ValueError("meta: a cost is negative")

@@ -38,7 +38,6 @@ from noetic.durable.snapshot import (
     Outcome,
     SnapshotWriter,
     import_layers,
-    is_plain_json,
     load_snapshot,
     snapshot_key,
     start_rows,
@@ -236,14 +235,13 @@ async def begin(
     stored history holds the first `stored.count` items of its log already.
 
     Returns the stored point of the log once the start record is written (None when it is
-    not). Raises `EXECUTION_LOCKED` or `EXECUTION_EXISTS`; when the store itself fails, or the
-    input is not plain JSON, it logs why and the execution runs without a checkpoint.
+    not). Raises `EXECUTION_LOCKED` or `EXECUTION_EXISTS`; when the store itself fails, it logs
+    why and the execution runs without a checkpoint. An input that is not plain JSON is not
+    stored (the start record says so): the steps are recorded all the same, and `resume`
+    must be given the input again.
     """
     ctx = run.root
     assert ctx is not None
-    if not is_plain_json(input):
-        log.warning("execution %s is not checkpointed: its input is not plain JSON (%r)", ctx.id, input)
-        return None
     try:
         claim = await store.claim(ctx.id)
     except NoeticError as exc:
@@ -252,7 +250,7 @@ async def begin(
         log.warning("execution %s is not checkpointed: the checkpoint store failed: %s", ctx.id, exc)
         return None
     try:
-        existing = await store.get(snapshot_key(ctx.id))
+        existing = await store.list_prefix(execution_prefix(ctx.id))
     except Exception as exc:
         await claim.release()
         log.warning(
@@ -263,7 +261,17 @@ async def begin(
         with anyio.CancelScope(shield=True):
             await claim.release()
         raise
-    if existing is not None:
+    if existing and snapshot_key(ctx.id) not in existing:
+        await claim.release()  # what is left of a damaged execution is never overwritten
+        raise NoeticError(
+            "CHECKPOINT_CORRUPT",
+            f"execution {ctx.id!r} has checkpoint records but no snapshot (it is damaged), so it "
+            f"was not started over them; clear_checkpoint({ctx.id!r}) removes what is left, then "
+            "the id can start again",
+            execution_id=ctx.id,
+            key=existing[0],
+        )
+    if existing:
         await claim.release()
         raise NoeticError(
             "EXECUTION_EXISTS",

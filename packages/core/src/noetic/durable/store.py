@@ -31,6 +31,7 @@ registers it under a URL scheme through the `register_checkpoint_stores` hook.
 from __future__ import annotations
 
 import json
+import math
 import re
 import zlib
 from collections.abc import Mapping, Sequence
@@ -132,11 +133,30 @@ def encode_document(value: Any, *, max_depth: int = MAX_DEPTH) -> str:
     return text
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: too large for a float, read as infinity
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
+
+
+#: Built once: this code never writes NaN or Infinity (`allow_nan=False`), so a row holding
+#: one — or a number too large to be finite — is damaged or forged, and refused as it is read.
+#: The constant hook costs nothing on ordinary rows; the float hook runs only for the few
+#: floats a row holds (costs are decimal strings, token counts integers).
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+
+
 def decode_document(key: str, text: str, *, execution_id: str | None = None) -> Any:
-    """Parse a stored document; damaged text, or nesting deeper than `MAX_DEPTH`, raises
-    `CHECKPOINT_CORRUPT` naming the key (and the execution)."""
+    """Parse a stored document; damaged text, NaN, Infinity or a number too large to be finite,
+    or nesting deeper than `MAX_DEPTH`, raises `CHECKPOINT_CORRUPT` naming the key (and the
+    execution)."""
     try:
-        value = json.loads(text)
+        value = _DECODER.decode(text)
     except (ValueError, TypeError) as exc:
         raise corrupt(key, f"it is not valid JSON ({exc})", execution_id=execution_id) from None
     except RecursionError:  # the C scanner's own guard: raised before any Python frame is deep
