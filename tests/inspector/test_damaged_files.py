@@ -5,6 +5,7 @@ Never an HTTP 500 with a traceback, never an empty list."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sqlite3
 import sys
@@ -113,6 +114,7 @@ def test_a_damaged_file_is_a_json_error_not_an_empty_list(
         error = response.json()["error"]
         assert error["code"] == "CHECKPOINT_CORRUPT"
         assert ("cut short" if damage_kind == "cut short" else "not UTF-8") in error["message"]
+        assert "restore it from a backup" in error["message"] and "clear_checkpoint" not in error["message"]
     assert "Traceback" not in errors
     assert path.read_bytes() == bytes(data)  # the inspector wrote nothing
 
@@ -161,4 +163,35 @@ def test_a_damaged_key_word_lists_its_execution_as_damaged(
     assert damaged["status"] == "damaged" and damaged["reason"].startswith("CHECKPOINT_CORRUPT")
     assert "not a key this version writes" in damaged["reason"]
     assert detail.status_code == 500 and detail.json()["error"]["code"] == "CHECKPOINT_CORRUPT"
+    assert "Traceback" not in errors
+
+
+def test_inspect_only_reads_a_file_without_noetics_table(tmp_path: Path, server_with_stderr: Any) -> None:
+    """Another program's SQLite file: a clear JSON error, and the file's bytes, tables and
+    journal mode are as they were (no noetic_rows made, no switch to WAL)."""
+    path = tmp_path / "users.db"
+    damage(path, "CREATE TABLE users (id INTEGER)")
+    before = path.read_bytes()
+    (listed,), errors = fetch(server_with_stderr, path, "/api/executions")
+    assert listed.status_code == 500 and listed.json()["error"]["code"] == "NOT_A_CHECKPOINT_STORE"
+    assert "Traceback" not in errors
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["users.db"]
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    finally:
+        conn.close()
+
+
+def test_inspect_leaves_a_store_file_byte_for_byte(
+    written: Any, tmp_path: Path, server_with_stderr: Any
+) -> None:
+    path = copy_of(written, tmp_path)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    (listed, detail), errors = fetch(
+        server_with_stderr, path, "/api/executions", f"/api/executions/{written.ok_id}"
+    )
+    assert listed.status_code == 200 and detail.status_code == 200
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
     assert "Traceback" not in errors

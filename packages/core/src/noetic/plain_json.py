@@ -30,21 +30,30 @@ def is_plain_json(value: Any, *, max_depth: int = MAX_DEPTH) -> bool:
         item, depth = stack.pop()
         kind = type(item)
         if kind is dict:
-            if depth >= max_depth:
+            if any(type(key) is not str for key in item):
                 return False
-            for key, child in item.items():
-                if type(key) is not str:
-                    return False
-                stack.append((child, depth + 1))
+            children: Any = item.values()
         elif kind is list:
-            if depth >= max_depth:
-                return False
-            stack.extend((child, depth + 1) for child in item)
+            children = item
         elif kind is float:
             if not math.isfinite(item):
                 return False
-        elif kind not in _SCALARS:
+            continue
+        elif kind in _SCALARS:
+            continue
+        else:
             return False
+        if depth >= max_depth:
+            return False
+        for child in children:  # leaves are checked here, without a trip through the stack
+            leaf = type(child)
+            if leaf in _SCALARS:
+                continue
+            if leaf is float:
+                if not math.isfinite(child):
+                    return False
+            else:
+                stack.append((child, depth + 1))
     return True
 
 

@@ -683,7 +683,8 @@ def _damaged(key: str, thread_id: str, why: str) -> NoeticError:
     return NoeticError(
         "CHECKPOINT_CORRUPT",
         f"the stored history {key!r} of thread {thread_id!r} is damaged: {why}. The turn was "
-        "stopped rather than run without its history; delete that record to start the thread over",
+        f"stopped rather than run without its history; delete_thread_history({thread_id!r}) "
+        "removes the thread's stored history and starts the thread over",
         key=key,
         thread_id=thread_id,
     )

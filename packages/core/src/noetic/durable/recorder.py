@@ -235,8 +235,9 @@ async def begin(
     stored history holds the first `stored.count` items of its log already.
 
     Returns the stored point of the log once the start record is written (None when it is
-    not). Raises `EXECUTION_LOCKED` or `EXECUTION_EXISTS`; when the store itself fails, it logs
-    why and the execution runs without a checkpoint. An input that is not plain JSON is not
+    not). Raises `EXECUTION_LOCKED`, `EXECUTION_EXISTS`, or `CHECKPOINT_CORRUPT` for a damaged
+    store file or execution; when the store otherwise fails, it logs why and the execution runs
+    without a checkpoint. An input that is not plain JSON is not
     stored (the start record says so): the steps are recorded all the same, and `resume`
     must be given the input again.
     """
@@ -245,7 +246,7 @@ async def begin(
     try:
         claim = await store.claim(ctx.id)
     except NoeticError as exc:
-        if exc.code == "EXECUTION_LOCKED":
+        if exc.code in ("EXECUTION_LOCKED", "CHECKPOINT_CORRUPT"):
             raise
         log.warning("execution %s is not checkpointed: the checkpoint store failed: %s", ctx.id, exc)
         return None
@@ -253,6 +254,8 @@ async def begin(
         existing = await store.list_prefix(execution_prefix(ctx.id))
     except Exception as exc:
         await claim.release()
+        if isinstance(exc, NoeticError) and exc.code == "CHECKPOINT_CORRUPT":
+            raise  # a damaged file fails every call: the turn must not run as if checkpointed
         log.warning(
             "execution %s is not checkpointed: the checkpoint store failed: %s", ctx.id, exc, exc_info=True
         )
@@ -289,6 +292,11 @@ async def begin(
     run.recorder = Recorder(store, claim, SnapshotWriter(ctx.id), mode=durability, start=start)
     run.ledger = StepLedger(ctx.id, retention=retention)
     await run.recorder.save(run)
+    failure = run.recorder.failure
+    if failure is not None and failure.code == "CHECKPOINT_CORRUPT":  # the file is damaged
+        run.recorder, run.ledger = None, None
+        await claim.release()
+        raise failure
     return None if run.recorder.pending else point
 
 

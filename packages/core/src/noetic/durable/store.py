@@ -47,6 +47,7 @@ __all__ = [
     "CheckpointStore",
     "Claim",
     "corrupt",
+    "corrupt_file",
     "decode_document",
     "describe_error",
     "encode_document",
@@ -202,6 +203,18 @@ def corrupt(key: str, why: str, *, execution_id: str | None = None) -> NoeticErr
         f"the checkpoint record {key!r}{owner} is damaged: {why}. Resume was stopped rather than "
         "continue from bad data; clear_checkpoint() the execution and run it again",
         **details,
+    )
+
+
+def corrupt_file(path: str, why: str) -> NoeticError:
+    """The error for a whole store file that is damaged: nothing in it is used or written, and
+    no execution's `clear_checkpoint` can repair it."""
+    return NoeticError(
+        "CHECKPOINT_CORRUPT",
+        f"the checkpoint store file {path!r} is damaged: {why}. Nothing was read from it or "
+        "written into it; restore it from a backup, or point storage= at a new file",
+        key=path,
+        path=path,
     )
 
 
