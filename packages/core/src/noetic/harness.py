@@ -688,8 +688,11 @@ class AgentHarness(Generic[OutT]):
                                 await job()
                         finally:
                             self._background_scopes.discard(scope)
-            except Exception:
-                log.exception("background job failed")
+            except Exception as exc:  # one line at WARNING; the traceback only at DEBUG
+                log.warning(
+                    "background job %s failed: %s: %s", _job_name(job), type(exc).__name__, str(exc)[:300]
+                )
+                log.debug("background job %s failed", _job_name(job), exc_info=exc)
             finally:
                 self._background -= 1
                 if self._background == 0 and self._background_idle is not None:
@@ -1389,6 +1392,11 @@ def _resume_input_error(execution_id: str, stored: bool) -> NoeticError:
         f"checkpoint does not store; pass it again: resume({execution_id!r}, input=...)",
         execution_id=execution_id,
     )
+
+
+def _job_name(job: Callable[..., Any]) -> str:
+    """A background job's name for a log line (`_flush`, `write_out`, …)."""
+    return str(getattr(job, "__qualname__", None) or getattr(job, "__name__", None) or type(job).__name__)
 
 
 def _not_a_storage_url(spec: str) -> NoeticConfigError:

@@ -400,9 +400,11 @@ class SessionTable:
             return
         try:
             await store.write({key: text for leaving in batch.values() for key, text in leaving.rows.items()})
-        except NoeticError as exc:
+        except Exception as exc:
+            why = exc.message if isinstance(exc, NoeticError) else f"{type(exc).__name__}: {exc}"
+            log.debug("writing out %d threads' histories failed", len(batch), exc_info=exc)
             for leaving in batch.values():
-                self._keep(leaving.session, exc.message)
+                self._keep(leaving.session, why[:300])
             return
         for leaving in batch.values():
             session = leaving.session
