@@ -141,3 +141,83 @@ def test_a_reference_cycle_fails_the_item_instead_of_crashing(child):
         "INVALID_CUSTOM_ITEM"
     )
     assert "nests too deeply" in message
+
+
+def nested_any_of(levels: int, ways: int) -> dict:
+    """An object schema whose `v` is `levels` levels of `ways`-way `anyOf` over `$defs`: a few
+    kilobytes that expand to `ways ** levels` subschemas."""
+    defs: dict = {f"L{levels}": {"type": "object", "required": ["nope"]}}
+    for level in range(levels - 1, -1, -1):
+        defs[f"L{level}"] = {"anyOf": [{"$ref": f"#/$defs/L{level + 1}"}] * ways}
+    return {"type": "object", "$defs": defs, "properties": {"v": {"$ref": "#/$defs/L0"}}}
+
+
+def test_a_schema_expanding_to_millions_is_refused_by_validate_and_run(child):
+    # found by a fresh-eyes run: this 2 KB schema took 67 s and 3.3 GB to check one item
+    doc = child.write("doc.json", json.dumps(item_document(nested_any_of(6, 10), "{'v': {'z': 1}}")))
+    for command in ("validate", "run"):
+        finished = child.cli(command, str(doc), wall_clock=30)
+        assert finished.returncode == 2, finished.describe()
+        assert "Traceback" not in finished.stderr
+        assert "$.customItems.thing.output: [WORKFLOW_VALIDATION_FAILED]" in finished.stderr
+        assert "WorkflowLimits.max_schema_size" in finished.stderr
+        assert "UNKNOWN_CUSTOM_ITEM" not in finished.stderr  # the refused item is not "declared nowhere"
+
+
+RUN_WITH_LIMITS = """
+import json
+import noetic as nt
+from noetic.testing import ScriptedModel
+from noetic.workflows.limits import WorkflowLimits
+
+DOC = json.loads({doc!r})
+
+async def main():
+    flow = nt.workflow("w", DOC, limits=WorkflowLimits(max_run_cpu_ms={cpu_ms}))
+    async with nt.AgentHarness("t", agent_graph=flow, model=ScriptedModel.echo()) as h:
+        return (await h.run({{"n": 0}})).output
+"""
+
+
+def test_validating_items_in_a_long_loop_counts_toward_the_run_cpu_budget(child):
+    # found by a fresh-eyes run: 0.27 s of validation per iteration, never counted
+    # the value matches only the last branch, so every check tries all 3,000
+    branches = [{"type": "object", "required": [f"k{i}"]} for i in range(2999)] + [{"required": ["z"]}]
+    schema = {"type": "object", "properties": {"v": {"anyOf": branches}}}
+    doc = {
+        "version": 1,
+        "customItems": {"thing": {"type": "t:item", "output": schema}},
+        "root": {
+            "kind": "loop",
+            "id": "l",
+            "maxIterations": "infinity",
+            "body": {
+                "kind": "compute",
+                "id": "c",
+                "expr": "{'n': n + 1}",
+                "emitItems": {"item": "thing", "onDone": "{'v': {'z': 1}}"},
+            },
+            "until": {"kind": "expr", "expr": "n >= 100000"},
+        },
+    }
+    snippet = RUN_WITH_LIMITS.format(doc=json.dumps(doc), cpu_ms=300)
+    message = child.run(snippet, wall_clock=60).raised("LIMIT_EXCEEDED")
+    assert "validating a value against a schema of the document" in message
+    assert "WorkflowLimits.max_run_cpu_ms" in message
+
+
+def test_a_recursive_schema_is_stopped_in_the_middle_of_one_value(child):
+    # each level tries both branches, each of which descends: 2 ** 24 walks for one value
+    branch = {"properties": {"x": {"$ref": "#/$defs/a"}}, "type": "object"}
+    schema = {
+        "type": "object",
+        "$defs": {"a": {"anyOf": [branch, dict(branch)]}},
+        "properties": {"v": {"$ref": "#/$defs/a"}},
+    }
+    value = "1"
+    for _ in range(24):
+        value = "{'x': " + value + "}"
+    doc = item_document(schema, "{'v': " + value + "}")
+    snippet = RUN_WITH_LIMITS.format(doc=json.dumps(doc), cpu_ms=500)
+    message = child.run(snippet, wall_clock=60).raised("LIMIT_EXCEEDED")
+    assert "validating a value against a schema of the document" in message

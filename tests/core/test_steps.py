@@ -152,6 +152,23 @@ async def test_call_model_bad_arguments_unknown_tool_and_raising_tool_become_err
     assert resp.text == "sorry"
 
 
+async def test_call_model_arguments_nested_too_deeply_become_an_error_output() -> None:
+    # found by a fresh-eyes run: a RecursionError from the JSON parser ended the whole turn
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    tools = [
+        nt.tool("plain", description="p", input={"type": "object"}, execute=lambda a: "ran"),
+        nt.tool("typed", description="t", input=Weather, execute=lambda a: "ran"),
+    ]
+    model = ScriptedModel(
+        [[tool_call_reply("plain", deep), tool_call_reply("typed", deep)], text_reply("ok")]
+    )
+    resp = await run_graph(nt.call_model("agent", tools=tools), "go", model=model)
+    errors = [json.loads(i.output)["error"] for i in resp.items if isinstance(i, FunctionCallOutputItem)]
+    assert "nests too deeply" in errors[0]
+    assert "invalid arguments for tool 'typed'" in errors[1]
+    assert resp.text == "ok"
+
+
 async def test_call_model_structured_output_is_validated() -> None:
     class Answer(BaseModel):
         value: int

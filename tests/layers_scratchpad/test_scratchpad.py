@@ -192,6 +192,32 @@ async def test_sc_5_updates_answered_by_the_tool_loop_are_not_applied_twice() ->
     assert await layer.store(Ctx(), result) is None  # type: ignore[arg-type]
 
 
+async def test_an_update_nested_too_deeply_is_an_error_the_model_sees() -> None:
+    # found by a fresh-eyes run: 100,000-deep arguments ended the turn with a RecursionError
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    model = ScriptedModel([tool_call_reply("scratchpad/update", deep), text_reply("done")])
+    graph = nt.loop("r", nt.call_model("think"), until=nt.until.no_tool_calls())
+    async with nt.AgentHarness("h", agent_graph=graph, model=model, layers=[scratchpad()]) as h:
+        resp = await h.run("go")
+        state = await h.layer_store.get("layers/scratchpad/default/state")
+    outputs = [i.output for i in resp.items if isinstance(i, FunctionCallOutputItem)]
+    assert len(outputs) == 1 and "nests too deeply" in outputs[0]
+    assert resp.text == "done"
+    assert not state
+
+
+async def test_store_skips_a_raw_update_nested_too_deeply() -> None:
+    layer = scratchpad()
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    items = (FunctionCallItem(call_id="c", name="scratchpad/update", arguments=deep),)
+
+    class Ctx:
+        state = ""
+
+    result = nt.CallResult(new_items=items, rounds=(), model_id="m", text="")
+    assert await layer.store(Ctx(), result) is None  # type: ignore[arg-type]
+
+
 async def test_sc_6_only_a_resource_scratchpad_reaches_children() -> None:
     """SC-6: resource scope clones the state into a spawn child; thread scope disables it."""
 

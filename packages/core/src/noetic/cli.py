@@ -176,8 +176,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Bad input never shows a traceback: a `NoeticError` escaping a subcommand is one line with
     its code and status 2 (1 for a run-time failure); anything else is one line too, and
-    `NOETIC_DEBUG=1` shows its traceback.
+    `NOETIC_DEBUG=1` shows its traceback. Ctrl-C, whenever it comes (while plugins load, or
+    mid-run), is one line and status 130.
     """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        # A running turn was cancelled at its next step boundary and cleaned up; at startup,
+        # the plugin being imported is simply abandoned.
+        sys.stderr.write("\nnoetic: interrupted\n")
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    """`main` without its Ctrl-C handling."""
     import os
     import warnings
 
@@ -231,10 +243,6 @@ def _dispatch(
         return 2
     try:
         return handler(args)
-    except KeyboardInterrupt:
-        # Ctrl-C: the running turn was cancelled at its next step boundary and cleaned up.
-        sys.stderr.write("\nnoetic: interrupted\n")
-        return EXIT_INTERRUPTED
     except Exception as exc:
         if os.environ.get("NOETIC_DEBUG"):
             raise

@@ -126,6 +126,7 @@ CONFIG_CODES = frozenset(
         "INVALID_SNAPSHOT",
         "INVALID_ID",
         "INVALID_HARNESS_OPTION",
+        "INVALID_WORKFLOW_LIMITS",
         "UNKNOWN_MODEL",
         # noetic-durable-dbos: the throwaway PostgreSQL server of tests and benchmarks
         "POSTGRES_NOT_INSTALLED",

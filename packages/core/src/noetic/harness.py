@@ -38,6 +38,7 @@ from noetic.layers.memory import LayerMemory
 from noetic.layers.storage import LayerStateStore, MemoryLayerStateStore
 from noetic.logs import logger
 from noetic.model import ModelAdapter
+from noetic.numbers import as_float
 from noetic.records import FrozenRecord, set_field
 from noetic.resumed_turns import catch_up, thread_moved_on
 from noetic.runtime import Execution
@@ -1413,14 +1414,15 @@ def _not_a_storage_url(spec: str) -> NoeticConfigError:
 
 def _grace(seconds: Any) -> float:
     """Validate `background_grace=` at construction: a number of seconds, zero or more."""
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+    grace = as_float(seconds)
+    if grace is None or not grace >= 0:
         raise NoeticConfigError(
             "INVALID_HARNESS_OPTION",
             f"background_grace must be a number of seconds, zero or more, got {seconds!r}",
             hint=f"Pass background_grace={DEFAULT_BACKGROUND_GRACE} (the default) or 0 to cancel "
             "background jobs at once on exit.",
         )
-    return float(seconds)
+    return grace
 
 
 def _flag(name: str, value: Any) -> bool:

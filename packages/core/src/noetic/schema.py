@@ -66,7 +66,8 @@ class Schema:
     No JSON Schema ever retrieves anything: a `$ref` that does not resolve inside the schema
     fails validation. `Schema.from_document` makes the validator of an untrusted schema (one
     a workflow document supplies): `check` also refuses references outside it and patterns
-    RE2 cannot run, and patterns are matched in linear time (`noetic.workflows.document_schema`).
+    RE2 cannot run, patterns are matched in linear time, and the CPU time of validating counts
+    against the workflow run's budget (`noetic.workflows.document_schema`).
     """
 
     def __init__(self, spec: Any, *, untrusted: bool = False):
@@ -134,12 +135,20 @@ class Schema:
             except RecursionError:
                 raise SchemaError([SchemaProblem("", "the schema nests too deeply")]) from None
 
+    def _sorted_errors(self, value: Any) -> list[Any]:
+        errors = islice(self._json_validator.iter_errors(value), _MAX_PROBLEMS)
+        return sorted(errors, key=lambda e: [str(p) for p in e.path])
+
     def _json_errors(self, value: Any) -> list[Any]:
         from referencing.exceptions import Unresolvable
 
         try:
-            errors = islice(self._json_validator.iter_errors(value), _MAX_PROBLEMS)
-            return sorted(errors, key=lambda e: [str(p) for p in e.path])
+            if self.untrusted:
+                from noetic.workflows.document_schema import metered_validation
+
+                with metered_validation():
+                    return self._sorted_errors(value)
+            return self._sorted_errors(value)
         except Unresolvable as exc:
             ref = getattr(exc, "ref", "")
             raise SchemaError(
@@ -185,6 +194,8 @@ class Schema:
             value = json.loads(text) if text.strip() else {}
         except json.JSONDecodeError as exc:
             raise SchemaError([SchemaProblem("", f"not valid JSON ({exc.msg} at {exc.pos})")]) from None
+        except RecursionError:  # Python's parser recurses once per nested array or object
+            raise SchemaError([SchemaProblem("", "the JSON nests too deeply to parse")]) from None
         return self.validate(value)
 
     @cached_property

@@ -58,6 +58,7 @@ from urllib.parse import quote
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import ItemLog
 from noetic.logs import logger
+from noetic.numbers import as_float
 from noetic.records import FrozenRecord, set_field
 
 if TYPE_CHECKING:
@@ -166,17 +167,14 @@ class EvictionPolicy(FrozenRecord):
             max_idle = max_idle_sessions
         else:
             raise _invalid("max_idle_sessions", max_idle_sessions)
-        timeout = session_idle_timeout
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout < 0
+        timeout = None if session_idle_timeout is None else as_float(session_idle_timeout)
+        if session_idle_timeout is not None and (
+            timeout is None or not math.isfinite(timeout) or timeout < 0
         ):
-            raise _invalid("session_idle_timeout", timeout)
+            raise _invalid("session_idle_timeout", session_idle_timeout)
         if hot_sessions is not None and not _is_count(hot_sessions):
             raise _invalid("hot_sessions", hot_sessions)
-        return cls(max_idle, None if timeout is None else float(timeout), hot_sessions)
+        return cls(max_idle, timeout, hot_sessions)
 
 
 def _is_count(value: object) -> TypeGuard[int]:

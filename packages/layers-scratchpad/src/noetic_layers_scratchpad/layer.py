@@ -193,7 +193,7 @@ class Scratchpad(ContextLayer):
                 continue
             try:
                 args = json.loads(item.arguments or "{}")
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # not JSON, or nested too deeply to parse
                 continue
             if not isinstance(args, dict):
                 continue

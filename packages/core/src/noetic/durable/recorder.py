@@ -24,6 +24,7 @@ claim disappears with it.
 from __future__ import annotations
 
 import logging
+import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -38,6 +39,7 @@ from noetic.durable.snapshot import (
     Outcome,
     SnapshotWriter,
     import_layers,
+    input_is_storable,
     load_snapshot,
     snapshot_key,
     start_rows,
@@ -221,6 +223,20 @@ class Recorder:
         return self.failure
 
 
+#: How much of an input a log line shows: a few levels and items of it, never all of it (the
+#: full repr of a 200,000-element input is a megabyte, and of a 5,000-deep one a RecursionError).
+_INPUT_REPR = reprlib.Repr()  # keyword arguments to Repr() need Python 3.12
+_INPUT_REPR.maxlevel = 3
+_INPUT_REPR.maxstring = _INPUT_REPR.maxother = 80
+_SHOWN_LENGTH = 300
+
+
+def _shown(value: Any) -> str:
+    """A short repr of `value` for a log line (at most `_SHOWN_LENGTH` characters)."""
+    text = _INPUT_REPR.repr(value)
+    return text if len(text) <= _SHOWN_LENGTH else text[: _SHOWN_LENGTH - 3] + "..."
+
+
 async def begin(
     run: Execution,
     store: CheckpointStore,
@@ -243,6 +259,14 @@ async def begin(
     """
     ctx = run.root
     assert ctx is not None
+    if not input_is_storable(input):
+        log.warning(
+            "execution %s: its input is not plain JSON (%s), so its checkpoint does not store it; "
+            "resume it with resume(%r, input=...)",
+            ctx.id,
+            _shown(input),
+            ctx.id,
+        )
     try:
         claim = await store.claim(ctx.id)
     except NoeticError as exc:

@@ -75,6 +75,7 @@ __all__ = [
     "Outcome",
     "SnapshotWriter",
     "import_layers",
+    "input_is_storable",
     "is_plain_json",
     "check_keys",
     "execution_ids",
@@ -271,13 +272,18 @@ def start_rows(
         "first_item": first_item,
         "started_at": datetime.now(UTC).isoformat(),
     }
-    if not is_plain_json(input, max_depth=MAX_DEPTH - 1):  # one level down in the record
+    if not input_is_storable(input):
         record["input"], record["input_stored"] = None, False
     if workflow is not None:
         record["workflow"] = workflow
     record["history"] = point_json(point)
     rows.update(split_record(start_key(ctx.id), encode_document(record)))
     return rows, point
+
+
+def input_is_storable(input: Any) -> bool:
+    """Whether a start record can hold `input` (plain JSON, one level down in the record)."""
+    return is_plain_json(input, max_depth=MAX_DEPTH - 1)
 
 
 class SnapshotWriter:

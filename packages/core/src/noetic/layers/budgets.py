@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from noetic.errors import NoeticConfigError
 from noetic.layers.contract import BudgetRange, budget_range
+from noetic.numbers import as_float
 from noetic.records import FrozenRecord, set_field
 
 __all__ = ["DEFAULT_PROJECTION", "BudgetAllocation", "Projection", "allocate_budgets"]
@@ -109,7 +110,8 @@ class BudgetAllocation(FrozenRecord):
 
 
 def _check_input(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+    number = as_float(value)
+    if number is None or math.isnan(number):
         raise NoeticConfigError(
             "INVALID_BUDGET_INPUT",
             f"allocate_budgets: {name} is {value!r}, not a number",

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias
 
 from noetic.errors import NoeticConfigError
 from noetic.items import Item
+from noetic.numbers import as_float
 from noetic.records import FrozenRecord, set_field
 from noetic.schema import Schema, SchemaError
 from noetic.usage import RoundUsage
@@ -548,7 +549,8 @@ def _check_budget(layer: object, spec: Any) -> None:
     if isinstance(spec, bool):
         raise _invalid(layer, "budget", f"budget {spec!r} is not a number", hint)
     if isinstance(spec, int | float):
-        if math.isnan(spec) or spec < 0:
+        number = as_float(spec)
+        if number is None or math.isnan(number) or number < 0:
             raise _invalid(layer, "budget", f"budget {spec!r} must be a non-negative number", hint)
         return
     if isinstance(spec, Mapping) and set(spec) != {"min", "max"}:
@@ -557,7 +559,7 @@ def _check_budget(layer: object, spec: Any) -> None:
         raise _invalid(layer, "budget", f"budget {spec!r} is not a budget", hint)
     try:
         low, high = budget_range(spec).min, budget_range(spec).max
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise _invalid(layer, "budget", f"budget {spec!r} has non-numeric bounds", hint) from None
     if math.isnan(low) or math.isnan(high) or low < 0 or low > high:
         raise _invalid(
@@ -571,7 +573,8 @@ def validate_layer(layer: object) -> None:
     if not isinstance(layer_id, str) or not layer_id.strip():
         raise _invalid(layer, "id", f"{layer!r} needs a non-empty string id", "Set id = 'my-layer'.")
     slot = getattr(layer, "slot", None)
-    if isinstance(slot, bool) or not isinstance(slot, int | float) or not math.isfinite(slot):
+    position = as_float(slot)
+    if position is None or not math.isfinite(position):
         raise _invalid(
             layer, "slot", f"slot {slot!r} is not a finite number", "Use a Slot constant such as Slot.RAG."
         )
@@ -591,9 +594,13 @@ def validate_layer(layer: object) -> None:
             raise _invalid(
                 layer, "timeouts", f"timeout for unknown hook {hook!r}", f"Hooks: {', '.join(HOOK_NAMES)}."
             )
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        limit = as_float(seconds)
+        if limit is None or not limit > 0:
             raise _invalid(
-                layer, "timeouts", f"timeout {seconds!r} for {hook} is not positive", "Give seconds > 0."
+                layer,
+                "timeouts",
+                f"timeout {seconds!r} for {hook} is not a positive number of seconds",
+                "Give seconds > 0.",
             )
     provides = getattr(layer, "provides", None) or {}
     if not isinstance(provides, Mapping):

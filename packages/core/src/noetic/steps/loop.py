@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
+from noetic.numbers import as_float
 from noetic.predicates import LoopSnapshot, Until, Verdict, evaluate
 from noetic.schema import to_jsonable
 from noetic.steps.base import OutT, Step, call_user, execute
@@ -81,12 +82,8 @@ class Loop(Step[OutT]):
                 f"loop {id!r}: until must be a predicate",
                 hint="Use one of nt.until.*, combine with nt.any_/nt.all_, or pass a function.",
             )
-        number = isinstance(max_iterations, int | float) and not isinstance(max_iterations, bool)
-        if not (
-            number
-            and max_iterations >= 1
-            and (max_iterations == math.inf or float(max_iterations).is_integer())
-        ):
+        ceiling = as_float(max_iterations)
+        if not (ceiling is not None and ceiling >= 1 and (ceiling == math.inf or ceiling.is_integer())):
             raise NoeticConfigError(
                 "INVALID_STEP",
                 f"loop {id!r}: max_iterations must be a whole number >= 1 or math.inf, got {max_iterations!r}",

@@ -11,6 +11,7 @@ from noetic.errors import NoeticConfigError
 from noetic.items import ItemLog
 from noetic.layers.layer_set import LayerSet
 from noetic.layers.runtime import ChildLayers, abort_with_teardown
+from noetic.numbers import as_float
 from noetic.steps.base import Step, execute
 
 if TYPE_CHECKING:
@@ -50,8 +51,8 @@ class Spawn(Step):
             raise NoeticConfigError(
                 "INVALID_STEP", f"spawn {id!r}: {step!r} is not a step", hint="Pass the child step as step=."
             )
-        number = isinstance(timeout, int | float) and not isinstance(timeout, bool)
-        if timeout is not None and not (number and timeout > 0):
+        seconds = as_float(timeout)
+        if timeout is not None and not (seconds is not None and seconds > 0):
             raise NoeticConfigError(
                 "INVALID_STEP",
                 f"spawn {id!r}: timeout must be a positive number of seconds, got {timeout!r}",

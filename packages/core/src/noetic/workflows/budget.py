@@ -29,7 +29,7 @@ from typing import Any
 
 from noetic.workflows.limits import ExpressionLimits
 
-__all__ = ["EvaluationBudget", "LimitHit", "json_size"]
+__all__ = ["EvaluationBudget", "LimitHit", "cpu_seconds", "json_size"]
 
 #: Estimated bytes of one array or object slot, and of a number an evaluation creates.
 SLOT_BYTES = 8
@@ -57,7 +57,7 @@ _collector = _CollectorClock()
 gc.callbacks.append(_collector)
 
 
-def _cpu_seconds() -> float:
+def cpu_seconds() -> float:
     """The evaluating thread's CPU time, less what the garbage collector used."""
     return time.thread_time() - _collector.total
 
@@ -75,7 +75,7 @@ class EvaluationBudget:
         self.limits = limits
         self.depth = 0
         self.memory = 0
-        self.started = _cpu_seconds()
+        self.started = cpu_seconds()
         self.deadline = self.started + limits.timeout_ms / 1000
         #: The path step collecting results: the depth its evaluations return to, and how
         #: many items they have given so far (a step flattens them into one array).
@@ -90,7 +90,7 @@ class EvaluationBudget:
 
     def cpu_used(self) -> float:
         """CPU seconds the evaluation has used so far (garbage collection left out)."""
-        return _cpu_seconds() - self.started
+        return cpu_seconds() - self.started
 
     def leave(self) -> None:
         """An evaluation step closed."""
@@ -108,7 +108,7 @@ class EvaluationBudget:
 
     def check_time(self) -> None:
         """Raise when the evaluation has used up its CPU time."""
-        if _cpu_seconds() > self.deadline:
+        if cpu_seconds() > self.deadline:
             raise LimitHit(f"the evaluation used more than {self.limits.timeout_ms} ms of CPU time")
 
     def check_string(self, length: int, what: str) -> None:

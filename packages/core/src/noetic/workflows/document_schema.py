@@ -12,7 +12,14 @@ jsonschema validator for them, and `schema_problems` lists what makes one unacce
   ends); a pattern RE2 cannot compile (backreferences, lookaround) makes the schema invalid;
 - `uniqueItems` is checked in linear time (jsonschema compares every pair of objects);
 - `unevaluatedProperties` next to `patternProperties` is refused: jsonschema evaluates that
-  combination with `re` and offers no way to swap it.
+  combination with `re` and offers no way to swap it;
+- `anyOf` and `oneOf` stop at a branch's first error and keep none of the branches' errors
+  (jsonschema keeps every error of every failed branch, so nested combinators hold a tree of
+  errors as large as the work done);
+- every keyword that applies subschemas is metered: a validation counts its CPU time against the run's
+  `max_run_cpu_ms` (`metered_validation`), and stops with `LIMIT_EXCEEDED` as soon as it would
+  go over, even in the middle of one value. How large the schema may be once its references
+  are expanded is checked when the document is loaded (`noetic.workflows.schema_cost`).
 
 The keyword functions are written here because jsonschema calls `re.search` directly in them;
 a validator class can replace a keyword, not the regular-expression engine.
@@ -22,11 +29,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["document_validator_class", "equality_key", "schema_problems"]
+from noetic.workflows.budget import cpu_seconds
+from noetic.workflows.run_budget import charge_validation, validation_allowance
+
+__all__ = ["document_validator_class", "equality_key", "metered_validation", "schema_problems"]
 
 _REF_KEYWORDS = ("$ref", "$dynamicRef")
 #: Keywords whose values are data, not schemas: a `$ref` key inside them refers to nothing.
@@ -192,16 +204,129 @@ def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> It
         seen.add(key)
 
 
+def _fails(validator: Any, instance: Any, subschema: Any, index: int) -> bool:
+    """True when `instance` does not match `subschema` (stops at the first error)."""
+    return next(iter(validator.descend(instance, subschema, schema_path=index)), None) is not None
+
+
+def _any_of(validator: Any, branches: list[Any], instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    if all(_fails(validator, instance, branch, i) for i, branch in enumerate(branches)):
+        yield ValidationError(f"{instance!r:.200} is not valid under any of the given schemas")
+
+
+def _one_of(validator: Any, branches: list[Any], instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema.exceptions import ValidationError
+
+    matching = 0
+    for i, branch in enumerate(branches):
+        if not _fails(validator, instance, branch, i):
+            matching += 1
+            if matching > 1:
+                yield ValidationError(f"{instance!r:.200} is valid under more than one of the given schemas")
+                return
+    if not matching:
+        yield ValidationError(f"{instance!r:.200} is not valid under any of the given schemas")
+
+
 _KEYWORDS = {
     "pattern": _pattern,
     "patternProperties": _pattern_properties,
     "additionalProperties": _additional_properties,
     "uniqueItems": _unique_items,
+    "anyOf": _any_of,
+    "oneOf": _one_of,
 }
 
 
+# --- metering ---------------------------------------------------------------------------------
+
+#: How many keyword calls pass between two looks at the CPU clock (reading it is a system call).
+_CALLS_PER_CHECK = 64
+#: The keywords that apply subschemas: all repeated work passes through them, so metering them
+#: alone bounds a validation (the others do a bounded amount of work on one value each).
+_APPLICATORS = frozenset(
+    {
+        "$ref",
+        "$dynamicRef",
+        "additionalItems",
+        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "contains",
+        "dependencies",
+        "dependentSchemas",
+        "else",
+        "if",
+        "items",
+        "not",
+        "oneOf",
+        "patternProperties",
+        "prefixItems",
+        "properties",
+        "propertyNames",
+        "then",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    }
+)
+
+
+class _Meter:
+    """The validation in progress: when its CPU time runs out, and calls since the last look."""
+
+    __slots__ = ("calls", "deadline", "started")
+
+    def __init__(self, allowance: float) -> None:
+        self.started = cpu_seconds()
+        self.deadline = self.started + allowance
+        self.calls = 0
+
+    def tick(self) -> None:
+        self.calls += 1
+        if self.calls % _CALLS_PER_CHECK == 0:
+            now = cpu_seconds()
+            if now > self.deadline:
+                charge_validation(now - self.started)
+
+
+_meter: ContextVar[_Meter | None] = ContextVar("noetic_schema_meter", default=None)
+
+
+@contextmanager
+def metered_validation() -> Iterator[None]:
+    """Meter the document-schema validation run inside: its CPU time is charged to the run's
+    budget when it ends, and it is stopped with `LIMIT_EXCEEDED` as soon as it would go over
+    (outside a run, over the default `max_run_cpu_ms`)."""
+    if _meter.get() is not None:  # a nested validation is already metered
+        yield
+        return
+    meter = _Meter(validation_allowance())
+    token = _meter.set(meter)
+    try:
+        yield
+    finally:
+        _meter.reset(token)
+        charge_validation(cpu_seconds() - meter.started)
+
+
+def _metered(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    def metered(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        meter = _meter.get()
+        if meter is not None:
+            meter.tick()
+        return keyword(validator, value, instance, schema)
+
+    return metered
+
+
 def document_validator_class(base: Any) -> Any:
-    """`base` (a jsonschema validator class) with the keywords above."""
+    """`base` (a jsonschema validator class) with the keywords above, the applicators metered."""
     from jsonschema.validators import extend
 
-    return extend(base, {k: v for k, v in _KEYWORDS.items() if k in base.VALIDATORS})
+    keywords = {**base.VALIDATORS, **{k: v for k, v in _KEYWORDS.items() if k in base.VALIDATORS}}
+    return extend(
+        base,
+        {name: _metered(keyword) if name in _APPLICATORS else keyword for name, keyword in keywords.items()},
+    )

@@ -49,7 +49,7 @@ from noetic.steps.spawn import spawn
 from noetic.tools import Tool, invoke_tool
 from noetic.workflows import document as d
 from noetic.workflows.expressions import Expression, compile_expression
-from noetic.workflows.limits import WorkflowLimits, check_node_limits
+from noetic.workflows.limits import WorkflowLimits, check_node_limits, check_schema_cost
 from noetic.workflows.load import DocumentSource, parse_document
 from noetic.workflows.problems import ROOT, Problem, child_path, index_path
 from noetic.workflows.run_budget import charge_kept_item, counted_iterations
@@ -164,6 +164,8 @@ class Hydrator:
         self.nodes = 0
         self._expressions: dict[str, Expression | NoeticConfigError] = {}
         self._declarations: dict[int, CustomItemDecl[Any, Any] | None] = {}
+        #: Names whose document declaration was refused (its problem is reported already).
+        self._refused_items: set[str] = set()
         self._documents: dict[str, d.WorkflowDocument | None] = {}
 
     # --- documents ------------------------------------------------------------------------
@@ -214,6 +216,8 @@ class Hydrator:
             decl = self._declaration(name, spec, child_path(path, name))
             if decl is not None:
                 scope[name] = decl
+            else:
+                self._refused_items.add(name)
         return scope
 
     def _declaration(self, name: str, spec: d.CustomItemSpec, path: str) -> CustomItemDecl[Any, Any] | None:
@@ -232,7 +236,7 @@ class Hydrator:
                 )
             else:
                 decl = code_side
-        else:
+        elif self._schemas_within_limits(spec, path):
             try:
                 event = Schema.from_document(spec.event) if spec.event is not None else None
                 decl = custom_item(
@@ -246,6 +250,17 @@ class Hydrator:
         self._declarations[key] = decl
         return decl
 
+    def _schemas_within_limits(self, spec: d.CustomItemSpec, path: str) -> bool:
+        """False, with the problems recorded, when a schema of `spec` is too large to validate with."""
+        problems = [
+            problem
+            for key, schema in (("event", spec.event), ("output", spec.output))
+            if schema is not None
+            for problem in check_schema_cost(schema, child_path(path, key), self.limits)
+        ]
+        self.problems.extend(problems)
+        return not problems
+
     def _emit(self, node: d.Node, path: str, scope: Scope) -> tuple[Scope | None, Any]:
         """The `custom_items=` and `emit_items=` of the step for `node`."""
         spec = node.emit_items
@@ -254,7 +269,7 @@ class Hydrator:
         if spec is True:
             return scope, True
         emit_path = child_path(path, "emitItems")
-        if spec.item not in scope:
+        if spec.item not in scope and spec.item not in self._refused_items:
             self._unresolved_item(spec.item, child_path(emit_path, "item"), scope)
         hooks: dict[str, Any] = {"item": spec.item}
         if spec.on_start is not None:

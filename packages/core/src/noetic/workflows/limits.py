@@ -6,29 +6,36 @@ Documents may come from planners or users, so everything about them is bounded:
   10,000-deep document is rejected by a linear scan before it is parsed);
 - after parsing: the node count (across every hydrated sub-workflow), the structural depth
   (the TypeScript Noetic's `maxDepth`, default 5: leaves count 0, each enclosing node 1), the
-  length of each expression, and how deeply named sub-workflows nest;
+  length of each expression, how deeply named sub-workflows nest, and how large and deep each
+  `customItems` schema is once its `$ref`s are expanded (`noetic.workflows.schema_cost`);
 - at run time: how many paths one dynamic `inParallel` may fan out to, how many fan-out
   paths and loop iterations one run of the document may make in total, how much CPU time
   and memory its expressions may use in total, and for each
   expression evaluation the time, evaluation depth, range size, string size and the size of its
   input and output (`ExpressionLimits`).
 
-Static breaches are `WORKFLOW_VALIDATION_FAILED` problems naming the path.
+Static breaches are `WORKFLOW_VALIDATION_FAILED` problems naming the path. Every limit is a
+whole number >= 0; anything else (a bool, NaN, a string, 10**400) is `INVALID_WORKFLOW_LIMITS`
+when the limits are made.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from noetic.errors import NoeticConfigError
+from noetic.numbers import as_float
 from noetic.workflows.document import Node, iter_expressions, iter_nodes, node_children
 from noetic.workflows.problems import ROOT, Problem
+from noetic.workflows.schema_cost import expanded_cost
 
 __all__ = [
     "ExpressionLimits",
     "WorkflowLimits",
     "check_node_limits",
+    "check_schema_cost",
     "check_source_limits",
     "check_value_depth",
     "json_text_depth",
@@ -59,12 +66,17 @@ class ExpressionLimits:
     max_memory_bytes: int = 64_000_000
     max_value_bytes: int = 1_000_000
 
+    def __post_init__(self) -> None:
+        _check_counts(self)
+
 
 @dataclass(frozen=True, slots=True)
 class WorkflowLimits:
     """Bounds of a workflow document; pass `nt.workflow(limits=WorkflowLimits(max_depth=8))`.
 
-    `max_fan_out` bounds one dynamic `inParallel`; `max_paths` the fan-out paths,
+    `max_schema_size` bounds the schema objects of one `customItems` schema with every `$ref`
+    counted as a copy of its target, `max_schema_depth` how deeply they nest then (what one
+    validation walks). `max_fan_out` bounds one dynamic `inParallel`; `max_paths` the fan-out paths,
     `max_iterations` the loop iterations, `max_run_cpu_ms` the CPU time of every expression
     evaluation together and `max_run_memory_bytes` the estimated bytes they allocate together,
     of one whole run of the document (every node and sub-workflow together), so nesting and
@@ -77,12 +89,41 @@ class WorkflowLimits:
     max_depth: int = 5
     max_expression_length: int = 4_096
     max_subflow_depth: int = 8
+    max_schema_size: int = 10_000
+    max_schema_depth: int = 128
     max_fan_out: int = 100
     max_paths: int = 10_000
     max_iterations: int = 100_000
     max_run_cpu_ms: int = 30_000
     max_run_memory_bytes: int = 256_000_000
     expressions: ExpressionLimits = field(default_factory=ExpressionLimits)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.expressions, ExpressionLimits):
+            raise NoeticConfigError(
+                "INVALID_WORKFLOW_LIMITS",
+                f"WorkflowLimits.expressions={self.expressions!r} is not valid: it must be an ExpressionLimits",
+                hint="Pass expressions=ExpressionLimits(timeout_ms=200), for example.",
+            )
+        _check_counts(self)
+
+
+def _check_counts(limits: ExpressionLimits | WorkflowLimits) -> None:
+    """Raise `INVALID_WORKFLOW_LIMITS` for a limit that is not a whole number >= 0 (one too
+    large for a float, such as 10**400, is refused too: limits are divided into seconds)."""
+    name = type(limits).__name__
+    for each in fields(limits):
+        value = getattr(limits, each.name)
+        if each.name == "expressions":
+            continue
+        number = as_float(value)
+        if not isinstance(value, int) or number is None or value < 0:
+            raise NoeticConfigError(
+                "INVALID_WORKFLOW_LIMITS",
+                f"{name}.{each.name}={value!r:.60} is not valid: it must be a whole number >= 0",
+                hint=f"Pass {name}({each.name}={each.default!r}) (the default) or another whole number.",
+                field=each.name,
+            )
 
 
 def json_text_depth(text: str) -> int:
@@ -208,3 +249,22 @@ def check_node_limits(root: Node, path: str, limits: WorkflowLimits) -> tuple[li
             )
         )
     return problems, count
+
+
+def check_schema_cost(schema: Any, path: str, limits: WorkflowLimits) -> list[Problem]:
+    """Problems of a document's schema at `path`: too many schema objects, or too deep, once
+    its references are expanded."""
+    cost = expanded_cost(schema, limits.max_schema_size, limits.max_schema_depth)
+    if cost.size > limits.max_schema_size:
+        message = (
+            f"the schema expands to more than {limits.max_schema_size} schema objects when its $refs are "
+            "followed (WorkflowLimits.max_schema_size)"
+        )
+    elif cost.depth > limits.max_schema_depth:
+        message = (
+            f"the schema nests more than {limits.max_schema_depth} levels deep when its $refs are "
+            "followed (WorkflowLimits.max_schema_depth)"
+        )
+    else:
+        return []
+    return [Problem(path, "WORKFLOW_VALIDATION_FAILED", message)]

@@ -1,5 +1,6 @@
 """The document-wide bounds of one run of a workflow document: paths, loop iterations, and
-what its expressions spend in CPU time and memory.
+what its expressions spend in CPU time and memory (with the CPU time of validating values
+against the document's own schemas, which is counted with the expressions').
 
 Each node is bounded on its own (a dynamic `inParallel` fans out to at most `max_fan_out`
 paths, an expression evaluation has its own time and memory), but repetition multiplies:
@@ -40,11 +41,13 @@ __all__ = [
     "RunBudget",
     "charge_evaluation",
     "charge_kept_item",
+    "charge_validation",
     "count_iteration",
     "count_paths",
     "counted_iterations",
     "reraise_breach",
     "run_budget",
+    "validation_allowance",
 ]
 
 
@@ -158,6 +161,37 @@ def charge_evaluation(expression: str, cpu_seconds: float, memory: int) -> None:
                 expression=expression,
                 limit=limits.max_run_memory_bytes,
                 actual=budget.memory,
+            )
+        )
+
+
+def validation_allowance() -> float:
+    """CPU seconds a validation against a document's schema may still use: what is left of
+    the run's `max_run_cpu_ms`, or all of the default one outside a run."""
+    budget = _current.get()
+    if budget is None:
+        return WorkflowLimits().max_run_cpu_ms / 1000
+    return max(0.0, budget.limits.max_run_cpu_ms / 1000 - budget.cpu_seconds)
+
+
+def charge_validation(cpu_seconds: float) -> None:
+    """Count the CPU time of validating a value against a document's schema against the run;
+    over `max_run_cpu_ms` (or, outside a run, over the default) is `LIMIT_EXCEEDED`."""
+    budget = _current.get()
+    if budget is None:
+        budget = RunBudget(WorkflowLimits())  # one validation on its own
+    elif budget.breach is not None:
+        raise budget.breach
+    budget.cpu_seconds += cpu_seconds
+    limit = budget.limits.max_run_cpu_ms
+    if budget.cpu_seconds * 1000 > limit:
+        budget.fail(
+            NoeticError(
+                "LIMIT_EXCEEDED",
+                f"validating a value against a schema of the document took the run past {limit} ms of "
+                "CPU time in total (WorkflowLimits.max_run_cpu_ms)",
+                limit=limit,
+                actual=math.ceil(budget.cpu_seconds * 1000),
             )
         )
 

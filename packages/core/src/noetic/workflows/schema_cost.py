@@ -1,0 +1,156 @@
+"""How large a document's JSON Schema is once its `$ref`s are followed.
+
+A validator walks a schema with every `$ref` replaced by its target, so a 2 KB schema of six
+levels of ten-way `anyOf` over `$defs` is a million subschemas to check, and one check of one
+value takes minutes and gigabytes. `expanded_cost` measures that walk before anything is
+validated: the number of schema objects it visits and how deeply they nest, each `$ref`
+counted as a copy of what it points to. A `$ref` back into a schema that is already being
+expanded (a recursive schema, such as a tree whose children are trees) counts once: a
+recursive schema is walked only as deep as the value is, and the run's CPU budget bounds that.
+
+A reference is resolved against its enclosing `$id` (or `id`) resource and against the whole
+schema, and the larger target counts, so a misleading `$id` cannot make a schema look smaller
+than it is. A `$dynamicRef` counts as the largest schema carrying that `$dynamicAnchor`.
+
+Written here because jsonschema offers no way to measure a schema without validating with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+__all__ = ["SchemaCost", "expanded_cost"]
+
+#: Keywords whose values are data, not schemas (the same list `document_schema` skips).
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+_RESOURCE_KEYWORDS = ("$id", "id")
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaCost:
+    """The expanded walk of a schema: schema objects visited and their deepest nesting
+    (both stop growing once past the limits they were measured against)."""
+
+    size: int
+    depth: int
+
+
+def _children(node: Any) -> Iterator[Any]:
+    """The objects and arrays directly inside `node` that may hold schemas."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            if key not in _DATA_KEYWORDS and isinstance(value, Mapping | list):
+                yield value
+    elif isinstance(node, list):
+        for value in node:
+            if isinstance(value, Mapping | list):
+                yield value
+
+
+class _Index:
+    """Where each object of the schema lives: its enclosing resource, and the anchors."""
+
+    def __init__(self, root: Any):
+        self.root = root
+        self.resource: dict[int, Any] = {}
+        self.anchors: dict[tuple[int, str], Any] = {}
+        self.dynamic: dict[str, list[Any]] = {}
+        stack: list[tuple[Any, Any]] = [(root, root)]
+        while stack:
+            node, resource = stack.pop()
+            if isinstance(node, Mapping):
+                if any(isinstance(node.get(key), str) for key in _RESOURCE_KEYWORDS):
+                    resource = node
+                for keyword in ("$anchor", "$dynamicAnchor"):
+                    name = node.get(keyword)
+                    if isinstance(name, str):
+                        self.anchors.setdefault((id(resource), name), node)
+                        self.anchors.setdefault((id(root), name), node)
+                        if keyword == "$dynamicAnchor":
+                            self.dynamic.setdefault(name, []).append(node)
+            self.resource[id(node)] = resource
+            stack.extend((child, resource) for child in _children(node))
+
+    def targets(self, node: Mapping[str, Any]) -> list[Any]:
+        """What the `$ref` and `$dynamicRef` of `node` may point to inside the schema."""
+        found: list[Any] = []
+        bases = [self.resource.get(id(node), self.root), self.root]
+        for keyword in ("$ref", "$dynamicRef"):
+            ref = node.get(keyword)
+            if not isinstance(ref, str) or not ref.startswith("#"):
+                continue  # a reference outside the schema is refused elsewhere
+            fragment = unquote(ref[1:])
+            if keyword == "$dynamicRef" and fragment and not fragment.startswith("/"):
+                found.extend(self.dynamic.get(fragment, []))
+            for base in bases:
+                target = self._resolve(base, fragment)
+                if target is not None:
+                    found.append(target)
+        return found
+
+    def _resolve(self, base: Any, fragment: str) -> Any:
+        if not fragment.startswith("/"):
+            return base if not fragment else self.anchors.get((id(base), fragment))
+        current = base
+        for token in fragment[1:].split("/"):
+            token = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(current, Mapping) and token in current:
+                current = current[token]
+            elif isinstance(current, list) and token.isdigit() and int(token) < len(current):
+                current = current[int(token)]
+            else:
+                return None
+        return current if isinstance(current, Mapping | list) else None
+
+
+def expanded_cost(schema: Any, max_size: int, max_depth: int) -> SchemaCost:
+    """The size and depth of `schema` with its references expanded, measured without
+    recursion; the walk stops as soon as either passes its limit, so it costs at most about
+    `max_size` steps per schema object however the references multiply."""
+    index = _Index(schema)
+    done: dict[int, SchemaCost] = {}
+    open_nodes: set[int] = set()
+    # Each frame: the node, its remaining children, the size and depth gathered so far.
+    frames: list[tuple[Any, Iterator[Any], list[int]]] = []
+
+    def push(node: Any) -> None:
+        following = list(_children(node))
+        if isinstance(node, Mapping):
+            following.extend(index.targets(node))
+        open_nodes.add(id(node))
+        frames.append((node, iter(following), [1, 1]))
+
+    push(schema)
+    while frames:
+        node, remaining, gathered = frames[-1]
+        child = next(remaining, None)
+        if child is not None:
+            cost = done.get(id(child))
+            if cost is None and id(child) in open_nodes:
+                cost = SchemaCost(1, 1)  # a recursive reference
+            if cost is None:
+                if len(frames) > max_depth:
+                    return SchemaCost(gathered[0], len(frames) + 1)
+                push(child)
+                continue
+            gathered[0] += cost.size
+            gathered[1] = max(gathered[1], cost.depth + 1)
+            if gathered[0] > max_size or gathered[1] > max_depth:
+                return SchemaCost(gathered[0], gathered[1])
+            continue
+        frames.pop()
+        open_nodes.discard(id(node))
+        finished = SchemaCost(gathered[0], gathered[1])
+        done[id(node)] = finished
+        if frames:
+            parent = frames[-1][2]
+            parent[0] += finished.size
+            parent[1] = max(parent[1], finished.depth + 1)
+            if parent[0] > max_size or parent[1] > max_depth:
+                return SchemaCost(parent[0], parent[1])
+        else:
+            return finished
+    return SchemaCost(0, 0)

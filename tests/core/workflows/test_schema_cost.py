@@ -1,0 +1,51 @@
+"""The expanded size of a document's schema: references count as copies of their targets,
+recursion counts once, and `$id` cannot hide a target."""
+
+from __future__ import annotations
+
+from noetic.workflows.schema_cost import expanded_cost
+
+
+def fan(levels: int, ways: int, **extra: object) -> dict:
+    defs: dict = {f"L{levels}": {"type": "object"}}
+    for level in range(levels - 1, -1, -1):
+        defs[f"L{level}"] = {"anyOf": [{"$ref": f"#/$defs/L{level + 1}"}] * ways, **extra}
+    return {"$defs": defs, "$ref": "#/$defs/L0"}
+
+
+def test_references_multiply_the_size() -> None:
+    assert expanded_cost(fan(2, 10), 10**6, 100).size > 100
+    assert expanded_cost(fan(6, 10), 10_000, 100).size > 10_000
+
+
+def test_a_plain_schema_counts_its_objects_once() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
+    cost = expanded_cost(schema, 10_000, 100)
+    assert cost.size == 4  # the schema, its properties map and two property schemas
+    assert cost.depth == 3
+
+
+def test_a_recursive_schema_is_finite() -> None:
+    tree = {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}
+    cost = expanded_cost(tree, 10_000, 100)
+    assert cost.size < 10
+
+
+def test_an_id_cannot_hide_what_a_reference_points_to() -> None:
+    # jsonschema would resolve these against the root; a misleading $id must not lose them
+    assert expanded_cost(fan(6, 10, **{"$id": "urn:elsewhere"}), 10_000, 100).size > 10_000
+
+
+def test_anchors_resolve() -> None:
+    schema = {
+        "$defs": {"big": {"$anchor": "big", "anyOf": [{"type": "string"}] * 50}},
+        "items": {"$ref": "#big"},
+    }
+    assert expanded_cost(schema, 10_000, 100).size > 100
+
+
+def test_a_long_chain_of_references_is_deep_not_a_recursion_error() -> None:
+    defs = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(5000)}
+    defs["d5000"] = {"type": "string"}
+    cost = expanded_cost({"$defs": defs, "$ref": "#/$defs/d0"}, 100_000, 128)
+    assert cost.depth > 128
