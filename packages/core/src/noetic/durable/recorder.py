@@ -261,11 +261,9 @@ async def begin(
     assert ctx is not None
     if not input_is_storable(input):
         log.warning(
-            "execution %s: its input is not plain JSON (%s), so its checkpoint does not store it; "
-            "resume it with resume(%r, input=...)",
+            "execution %s: its checkpoint does not store its input (resume needs input=): %s",
             ctx.id,
             _shown(input),
-            ctx.id,
         )
     try:
         claim = await store.claim(ctx.id)
