@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.anyio
 
-NOT_CHECKPOINTED = "its checkpoint does not store it"
+NOT_CHECKPOINTED = "input not stored (resume needs input=)"
 
 
 def nested(depth: int) -> Any:

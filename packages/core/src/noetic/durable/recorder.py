@@ -261,7 +261,7 @@ async def begin(
     assert ctx is not None
     if not input_is_storable(input):
         log.warning(
-            "execution %s: its checkpoint does not store its input (resume needs input=): %s",
+            "execution %s: input not stored (resume needs input=): %s",
             ctx.id,
             _shown(input),
         )
