@@ -101,6 +101,38 @@ async def test_a_session_that_cannot_be_pickled_stays_unpacked() -> None:
         assert (await h.get_agent_response(thread_id="a")).output is output
 
 
+class _Reducing(BaseModel):
+    """A model whose own `__reduce__` makes pickle give back something else."""
+
+    a: int = 1
+
+    def __reduce__(self) -> Any:
+        return (str, ("NOT A MODEL",))
+
+
+class _Stated(BaseModel):
+    """A model with its own `__getstate__`, inherited by a subclass."""
+
+    a: int = 1
+
+    def __getstate__(self) -> Any:
+        return super().__getstate__()
+
+
+class _StatedChild(_Stated):
+    pass
+
+
+@pytest.mark.parametrize("output", [_Reducing(a=5), _StatedChild(a=2)], ids=["reduce", "getstate-inherited"])
+async def test_a_model_with_its_own_pickling_stays_unpacked(output: BaseModel) -> None:
+    agent = nt.run_code("model", lambda _input, _ctx: output)
+    async with nt.AgentHarness("t", agent_graph=agent, hot_sessions=0) as h:
+        await h.run("hello", thread_id="a")
+        await h.run("other", thread_id="b")
+        assert "a" not in _packed(h)
+        assert (await h.get_agent_response(thread_id="a")).output is output
+
+
 async def test_a_stream_made_before_packing_sees_the_next_turn() -> None:
     async with _harness(ScriptedModel.echo(), hot_sessions=0) as h:
         await h.run("hello", thread_id="a")

@@ -5,6 +5,7 @@ Never an HTTP 500 with a traceback, never an empty list."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sqlite3
 import sys
@@ -113,6 +114,7 @@ def test_a_damaged_file_is_a_json_error_not_an_empty_list(
         error = response.json()["error"]
         assert error["code"] == "CHECKPOINT_CORRUPT"
         assert ("cut short" if damage_kind == "cut short" else "not UTF-8") in error["message"]
+        assert "restore it from a backup" in error["message"] and "clear_checkpoint" not in error["message"]
     assert "Traceback" not in errors
     assert path.read_bytes() == bytes(data)  # the inspector wrote nothing
 
@@ -126,6 +128,70 @@ def test_a_snapshot_key_whose_id_is_not_utf8_hides_no_other_execution(
     damage(path, "UPDATE noetic_rows SET key = CAST(? AS TEXT) WHERE key = ?", bad, key)
     (listed,), errors = fetch(server_with_stderr, path, "/api/executions")
     assert listed.status_code == 200, listed.text
-    ids = {row["execution_id"] for row in listed.json()["executions"]}
-    assert ids == {written.ok_id, written.resumed_id}
+    rows = {row["execution_id"]: row for row in listed.json()["executions"]}
+    assert set(rows) == {written.ok_id, written.failed_id, written.resumed_id}
+    assert rows[written.ok_id]["status"] == "completed"
+    # its other records are still under its own id: listed as damaged, its snapshot missing
+    assert rows[written.failed_id]["status"] == "damaged"
+    assert "snapshot" in rows[written.failed_id]["reason"] and "missing" in rows[written.failed_id]["reason"]
+    assert "Traceback" not in errors
+
+
+@pytest.mark.parametrize("word", ["ledger", "snapshot"])
+def test_a_damaged_key_word_lists_its_execution_as_damaged(
+    written: Any, tmp_path: Path, server_with_stderr: Any, word: str
+) -> None:
+    """One byte that is not UTF-8 in `ledger` or `snapshot` of a key: the execution is listed
+    as damaged, naming the key, instead of read without the row or left out."""
+    path = copy_of(written, tmp_path)
+    conn = sqlite3.connect(path)
+    (key,) = conn.execute(
+        "SELECT key FROM noetic_rows WHERE key LIKE ? ORDER BY key DESC LIMIT 1",
+        (f"execution:{written.ok_id}:{word}%",),
+    ).fetchone()
+    conn.close()
+    at = key.index(word) + 3
+    bad = key.encode()[:at] + b"\xff" + key.encode()[at + 1 :]
+    damage(path, "UPDATE noetic_rows SET key = CAST(? AS TEXT) WHERE key = ?", bad, key)
+    (listed, detail), errors = fetch(
+        server_with_stderr, path, "/api/executions", f"/api/executions/{written.ok_id}"
+    )
+    assert listed.status_code == 200, listed.text
+    rows = {row["execution_id"]: row for row in listed.json()["executions"]}
+    assert set(rows) == {written.ok_id, written.failed_id, written.resumed_id}
+    damaged = rows[written.ok_id]
+    assert damaged["status"] == "damaged" and damaged["reason"].startswith("CHECKPOINT_CORRUPT")
+    assert "not a key this version writes" in damaged["reason"]
+    assert detail.status_code == 500 and detail.json()["error"]["code"] == "CHECKPOINT_CORRUPT"
+    assert "Traceback" not in errors
+
+
+def test_inspect_only_reads_a_file_without_noetics_table(tmp_path: Path, server_with_stderr: Any) -> None:
+    """Another program's SQLite file: a clear JSON error, and the file's bytes, tables and
+    journal mode are as they were (no noetic_rows made, no switch to WAL)."""
+    path = tmp_path / "users.db"
+    damage(path, "CREATE TABLE users (id INTEGER)")
+    before = path.read_bytes()
+    (listed,), errors = fetch(server_with_stderr, path, "/api/executions")
+    assert listed.status_code == 500 and listed.json()["error"]["code"] == "NOT_A_CHECKPOINT_STORE"
+    assert "Traceback" not in errors
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["users.db"]
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    finally:
+        conn.close()
+
+
+def test_inspect_leaves_a_store_file_byte_for_byte(
+    written: Any, tmp_path: Path, server_with_stderr: Any
+) -> None:
+    path = copy_of(written, tmp_path)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    (listed, detail), errors = fetch(
+        server_with_stderr, path, "/api/executions", f"/api/executions/{written.ok_id}"
+    )
+    assert listed.status_code == 200 and detail.status_code == 200
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
     assert "Traceback" not in errors

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -233,3 +234,80 @@ async def test_a_path_that_is_a_directory_is_a_store_failure(tmp_path: Path) -> 
     finally:
         await store.aclose()
     assert caught.value.code == "CHECKPOINT_STORE_FAILED"
+
+
+@pytest.mark.parametrize("table", ["key TEXT, value BLOB", "id INTEGER PRIMARY KEY, key TEXT, value TEXT"])
+async def test_a_table_of_the_wrong_shape_is_corrupt_and_left_alone(tmp_path: Path, table: str) -> None:
+    """A `noetic_rows` table Noetic did not make (other columns): refused when the store opens
+    the file, naming the file and saying to restore it — not a run that quietly checkpoints
+    nothing and a resume that fails later with CHECKPOINT_STORE_FAILED."""
+    path = tmp_path / "runs.db"
+    damage(path, f"CREATE TABLE noetic_rows ({table})")
+    before = digest(path)
+    model = ScriptedModel.echo()
+    async with harness(path, model) as h:
+        with pytest.raises(nt.NoeticError) as turn:
+            await h.run("probe", thread_id="t0", execution_id="e1")
+        with pytest.raises(nt.NoeticError) as resume:
+            await h.resume("e1")
+    for error in (turn.value, resume.value):
+        assert error.code == "CHECKPOINT_CORRUPT"
+        assert str(path) in error.message and "noetic_rows table has the columns" in error.message
+        assert "restore it from a backup" in error.message and "clear_checkpoint" not in error.message
+    assert model.calls == []
+    assert digest(path) == before
+
+
+async def test_a_damaged_page_is_never_a_quietly_checkpointed_turn(tmp_path: Path) -> None:
+    """A page of the table overwritten with garbage: the turn raises CHECKPOINT_CORRUPT, or
+    comes back carrying it as `checkpoint_error` — it never reads as checkpointed."""
+    path = tmp_path / "runs.db"
+    await build(path)
+    (pages,) = sqlite3.connect(path).execute("PRAGMA page_count").fetchone()
+    with path.open("r+b") as file:  # every page but the schema's: whatever the turn touches is bad
+        for page in range(1, pages):
+            file.seek(page * 4096)
+            file.write(b"\xa5" * 4096)
+    async with harness(path, ScriptedModel.echo()) as h:
+        outcome: Any
+        try:
+            outcome = await h.run("probe", thread_id="t9", execution_id="e9")
+        except nt.NoeticError as raised:
+            outcome = raised
+    error = outcome if isinstance(outcome, nt.NoeticError) else outcome.checkpoint_error
+    assert error is not None and error.code == "CHECKPOINT_CORRUPT"
+    assert "restore it from a backup" in error.message
+
+
+async def test_a_damaged_history_piece_says_to_delete_the_threads_history(tmp_path: Path) -> None:
+    """A plain turn on a thread whose stored history piece was changed: the error names the
+    thread and says to delete its history (there is no execution to clear); doing so lets
+    the thread start over."""
+    path = tmp_path / "runs.db"
+    await build(path)
+    conn = sqlite3.connect(path)
+    try:
+        key, value = conn.execute(
+            "SELECT key, value FROM noetic_rows WHERE key LIKE 'thread:t0:items:%' LIMIT 1"
+        ).fetchone()
+    finally:
+        conn.close()
+    forged = value + " "  # valid JSON, valid checksum, but not the text its digest names
+    damage(
+        path,
+        "UPDATE noetic_rows SET value = ?, crc = ? WHERE key = ?",
+        forged,
+        zlib.crc32(forged.encode()),
+        key,
+    )
+    model = ScriptedModel.echo()
+    async with harness(path, model) as h:
+        with pytest.raises(nt.NoeticError) as caught:
+            await h.run("probe", thread_id="t0")
+        error = caught.value
+        assert error.code == "CHECKPOINT_CORRUPT" and error.details["piece"] == key
+        assert "thread 't0'" in error.message and "delete_thread_history('t0')" in error.message
+        assert "clear_checkpoint" not in error.message and "Resume" not in error.message
+        assert model.calls == []
+        await h.delete_thread_history("t0")
+        assert (await h.run("again", thread_id="t0")).text == "again"

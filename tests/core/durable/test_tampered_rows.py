@@ -92,6 +92,10 @@ START = f"execution:{EID}:start"
         pytest.param(START, set_field("first_item", 99), id="start-first-item-past-the-log"),
         pytest.param(START, set_field("input", raw=DEEP), id="start-100k-deep"),
         pytest.param(START, lambda _: '"just a string"', id="start-not-an-object"),
+        pytest.param(SNAPSHOT, set_field("state", raw='{"x":Infinity}'), id="snapshot-state-infinity"),
+        pytest.param(SNAPSHOT, set_field("state", raw='{"x":NaN}'), id="snapshot-state-nan"),
+        pytest.param(SNAPSHOT, set_field("attempt", raw="1e999"), id="snapshot-attempt-overflows"),
+        pytest.param(START, set_field("input", raw="[-Infinity]"), id="start-input-infinity"),
     ],
 )
 async def test_a_tampered_snapshot_or_start_record_is_corrupt(
@@ -117,6 +121,14 @@ async def test_a_tampered_snapshot_or_start_record_is_corrupt(
         pytest.param(set_field("usage", [-5, 0, None]), id="usage-negative"),
         pytest.param(set_field("usage", "lots"), id="usage-string"),
         pytest.param(set_field("meta", {"usage": "x"}), id="meta-bad"),
+        pytest.param(set_field("output", raw='{"v":NaN}'), id="output-nan"),
+        pytest.param(set_field("output", raw="1e999"), id="output-overflows-to-infinity"),
+        pytest.param(set_field("meta", raw='{"cost":NaN}'), id="meta-cost-nan"),
+        pytest.param(set_field("meta", {"cost": -0.5}), id="meta-cost-negative"),
+        pytest.param(set_field("meta", {"usage": {"input_tokens": -5}}), id="meta-tokens-negative"),
+        pytest.param(
+            set_field("meta", {"usage": {"input_tokens": 1, "cached_tokens": -1}}), id="meta-cached-negative"
+        ),
         pytest.param(set_field("path", 12), id="path-int"),
         pytest.param(set_field("surprise", 1), id="extra-field"),
         pytest.param(lambda _: "5", id="not-an-object"),

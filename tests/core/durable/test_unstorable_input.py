@@ -1,4 +1,5 @@
-"""An input that cannot be stored: the turn still runs, and the warning saying so stays short."""
+"""An input that cannot be stored: the turn still runs (checkpointed without its input, RS-25),
+and the warning saying so stays short."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.anyio
 
-NOT_CHECKPOINTED = "is not checkpointed"
+NOT_CHECKPOINTED = "input not stored (resume needs input=)"
 
 
 def nested(depth: int) -> Any:
@@ -20,7 +21,7 @@ def nested(depth: int) -> Any:
     return value
 
 
-async def test_an_input_nested_thousands_deep_runs_without_a_checkpoint(
+async def test_an_input_nested_thousands_deep_runs_checkpointed_without_it(
     storage: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     # found by a fresh-eyes run: h.run raised a raw RecursionError (from the warning's repr)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -72,6 +73,8 @@ if TYPE_CHECKING:
 __all__ = ["AgentHarness", "HarnessConfig", "HarnessResponse"]
 
 log = logger("noetic.harness")
+#: `resume(input=...)` left out.
+_NOT_GIVEN: Any = object()
 DEFAULT_THREAD = "default"
 T = TypeVar("T")
 #: Seconds a background job (cost reconciliation) may run after its caller is gone.
@@ -98,6 +101,7 @@ class HarnessResponse(FrozenRecord, Generic[OutT]):
     __slots__ = (
         "_layer_usage",
         "billed_cost",
+        "checkpoint_error",
         "cost",
         "execution_id",
         "held_cost",
@@ -118,6 +122,10 @@ class HarnessResponse(FrozenRecord, Generic[OutT]):
     held_cost: float
     execution_id: str
     thread_id: str
+    #: Set when the turn's closing checkpoint could not be written: the turn ran to its end,
+    #: but its checkpoint does not record that, and resuming the execution would run its
+    #: unrecorded steps again (`CHECKPOINT_STORE_FAILED`, or what the store raised).
+    checkpoint_error: NoeticError | None
     _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None
 
     def __init__(
@@ -131,6 +139,7 @@ class HarnessResponse(FrozenRecord, Generic[OutT]):
         held_cost: float,
         execution_id: str,
         thread_id: str,
+        checkpoint_error: NoeticError | None = None,
         _layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None,
     ) -> None:
         set_field(self, "output", output)
@@ -142,6 +151,7 @@ class HarnessResponse(FrozenRecord, Generic[OutT]):
         set_field(self, "held_cost", held_cost)
         set_field(self, "execution_id", execution_id)
         set_field(self, "thread_id", thread_id)
+        set_field(self, "checkpoint_error", checkpoint_error)
         set_field(self, "_layer_usage", _layer_usage)
 
     @property
@@ -679,8 +689,11 @@ class AgentHarness(Generic[OutT]):
                                 await job()
                         finally:
                             self._background_scopes.discard(scope)
-            except Exception:
-                log.exception("background job failed")
+            except Exception as exc:  # one line at WARNING; the traceback only at DEBUG
+                log.warning(
+                    "background job %s failed: %s: %s", _job_name(job), type(exc).__name__, str(exc)[:300]
+                )
+                log.debug("background job %s failed", _job_name(job), exc_info=exc)
             finally:
                 self._background -= 1
                 if self._background == 0 and self._background_idle is not None:
@@ -1000,10 +1013,12 @@ class AgentHarness(Generic[OutT]):
             outcome: Outcome = (
                 "completed" if error is None else "aborted" if error.code == "cancelled" else "failed"
             )
-            await run.recorder.close(run, outcome, None if error is None else error.message)
+            failure = await run.recorder.close(run, outcome, None if error is None else error.message)
+        else:
+            failure = None
         if run.layers.root is not None:
             await run.layers.finish_root(error)
-        self._answer_turn(run, session, tickets, output, error, first_item, started)
+        self._answer_turn(run, session, tickets, output, error, first_item, started, failure)
 
     def _end_execution(self, run: Execution, session: _Session, first_item: int) -> None:
         """Detach the finished execution from its thread and close its channels; a resumed
@@ -1026,13 +1041,14 @@ class AgentHarness(Generic[OutT]):
         error: NoeticError | None,
         first_item: int,
         started: float,
+        checkpoint_error: NoeticError | None = None,
     ) -> None:
         """Build the turn's response, publish its end and answer its tickets."""
         ctx = run.root
         assert ctx is not None
         if ctx.completed:
             output = ctx.completion_value
-        response = self._response(ctx, output, first_item)
+        response = self._response(ctx, output, first_item, checkpoint_error)
         turn_id = run.turn_id
         if error is None:
             session.last_response, session.last_error = response, None
@@ -1072,7 +1088,9 @@ class AgentHarness(Generic[OutT]):
             if written is not None:
                 set_chain(session, session.log, written)
 
-    def _response(self, ctx: Context, output: Any, first_item: int) -> HarnessResponse:
+    def _response(
+        self, ctx: Context, output: Any, first_item: int, checkpoint_error: NoeticError | None = None
+    ) -> HarnessResponse:
         items = tuple(ctx.item_log.items)
         text = output if isinstance(output, str) else last_assistant_text(items[first_item:])
         return HarnessResponse(
@@ -1085,6 +1103,7 @@ class AgentHarness(Generic[OutT]):
             held_cost=ctx.held_cost,
             execution_id=ctx.id,
             thread_id=ctx.thread_id,
+            checkpoint_error=checkpoint_error,
             _layer_usage=ctx._layer_usage,
         )
 
@@ -1163,8 +1182,14 @@ class AgentHarness(Generic[OutT]):
         and `dispose`, children before parents, once (CTX-14). `ctx.abort()` alone runs neither."""
         await ctx._exec.layers.cancel(ctx, reason)
 
-    async def resume(self, execution_id: str) -> HarnessResponse[OutT]:
+    async def resume(self, execution_id: str, *, input: Any = _NOT_GIVEN) -> HarnessResponse[OutT]:
         """Continue an execution from its checkpoint (RS-4..RS-9, RS-14).
+
+        `input` is for an execution whose input was not plain JSON (a pydantic model, a tuple,
+        a dict with int keys, NaN), which its checkpoint does not store: resuming one without
+        it raises `RESUME_INPUT_REQUIRED`; given it again, the steps recorded for that input
+        replay. An execution whose input was stored resumes from it, and `input=` then raises
+        `RESUME_INPUT_STORED` (a config error) rather than be silently ignored.
 
         The execution keeps its id, thread and item log; steps the ledger recorded replay
         without running (no model calls, nothing added to `billed_cost`, their spend restored
@@ -1182,6 +1207,10 @@ class AgentHarness(Generic[OutT]):
         restored = await restore(store, execution_id, self._item_declarations())
         snap = restored.snapshot
         try:
+            if snap.input_stored != (input is _NOT_GIVEN):
+                raise _resume_input_error(execution_id, snap.input_stored)
+            if not snap.input_stored:
+                restored = replace(restored, snapshot=replace(snap, input=input))
             ticket = self._enqueue(None, snap.thread_id, execution_id, snap.resource_id, None, restored)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -1347,6 +1376,28 @@ _NEEDS_STORAGE_HINT = (
     "Pass storage='sqlite:///runs.db' (or 'memory://', or a CheckpointStore) with {option}=, "
     "or leave {option}= out."
 )
+
+
+def _resume_input_error(execution_id: str, stored: bool) -> NoeticError:
+    """The error for a resume whose `input=` does not fit its checkpoint (see `resume`)."""
+    if stored:
+        return NoeticConfigError(
+            "RESUME_INPUT_STORED",
+            f"execution {execution_id!r} stored its input; resume() continues from it",
+            hint=f"Leave input= out: resume({execution_id!r}).",
+            execution_id=execution_id,
+        )
+    return NoeticError(
+        "RESUME_INPUT_REQUIRED",
+        f"execution {execution_id!r} started from an input that is not plain JSON, which its "
+        f"checkpoint does not store; pass it again: resume({execution_id!r}, input=...)",
+        execution_id=execution_id,
+    )
+
+
+def _job_name(job: Callable[..., Any]) -> str:
+    """A background job's name for a log line (`_flush`, `write_out`, …)."""
+    return str(getattr(job, "__qualname__", None) or getattr(job, "__name__", None) or type(job).__name__)
 
 
 def _not_a_storage_url(spec: str) -> NoeticConfigError:

@@ -136,7 +136,7 @@ def _packable(items: tuple[Item, ...], response: HarnessResponse[Any] | None) ->
     fields are plain data, and an output that is plain data (or pydantic models of it)."""
     if any(_foreign(item) for item in items):
         return False
-    return response is None or _plain(response.output)
+    return response is None or (response.checkpoint_error is None and _plain(response.output))
 
 
 def _foreign(item: Item) -> bool:
@@ -146,6 +146,28 @@ def _foreign(item: Item) -> bool:
         return True
     parts = [item, *(getattr(item, "content", None) or ()), *(getattr(item, "summary", None) or ())]
     return not all(_plain(part.__pydantic_extra__ or {}) for part in parts)
+
+
+#: The methods by which a class may change what pickle makes of it.
+_PICKLE_HOOKS = (
+    "__reduce__",
+    "__reduce_ex__",
+    "__getstate__",
+    "__setstate__",
+    "__getnewargs_ex__",
+    "__getnewargs__",
+)
+
+
+def _pickles_as_a_model(kind: type) -> bool:
+    """Whether pickle gives an instance of the pydantic model class `kind` back as one: it
+    uses pydantic's own pickling (no class of its own overrides a pickle hook — a model whose
+    `__reduce__` returns a string comes back as that string)."""
+    for hook in _PICKLE_HOOKS:
+        owner = next((cls for cls in kind.__mro__ if hook in cls.__dict__), None)
+        if owner is not None and owner is not BaseModel and owner is not object:
+            return False
+    return True
 
 
 def _plain(value: Any) -> bool:
@@ -166,7 +188,7 @@ def _plain(value: Any) -> bool:
             if not all(type(key) is str for key in current):
                 return False
             stack.extend(current.values())
-        elif isinstance(current, BaseModel):
+        elif isinstance(current, BaseModel) and _pickles_as_a_model(kind):
             stack.extend(current.__dict__.values())
             stack.extend((current.__pydantic_extra__ or {}).values())
             stack.extend((current.__pydantic_private__ or {}).values())

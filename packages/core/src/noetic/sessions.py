@@ -398,9 +398,11 @@ class SessionTable:
             return
         try:
             await store.write({key: text for leaving in batch.values() for key, text in leaving.rows.items()})
-        except NoeticError as exc:
+        except Exception as exc:
+            why = exc.message if isinstance(exc, NoeticError) else f"{type(exc).__name__}: {exc}"
+            log.debug("writing out %d threads' histories failed", len(batch), exc_info=exc)
             for leaving in batch.values():
-                self._keep(leaving.session, exc.message)
+                self._keep(leaving.session, why[:300])
             return
         for leaving in batch.values():
             session = leaving.session
@@ -681,7 +683,8 @@ def _damaged(key: str, thread_id: str, why: str) -> NoeticError:
     return NoeticError(
         "CHECKPOINT_CORRUPT",
         f"the stored history {key!r} of thread {thread_id!r} is damaged: {why}. The turn was "
-        "stopped rather than run without its history; delete that record to start the thread over",
+        f"stopped rather than run without its history; delete_thread_history({thread_id!r}) "
+        "removes the thread's stored history and starts the thread over",
         key=key,
         thread_id=thread_id,
     )

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from noetic.durable.ledger import load_ledger
 from noetic.durable.snapshot import ExecutionSnapshot, execution_ids, load_snapshot
+from noetic.durable.sqlite import SqliteCheckpointStore
 from noetic.durable.store import CheckpointStore, Claim
 from noetic.durable.trace import StepTrace, load_trace
 from noetic.errors import NoeticConfigError, NoeticError
@@ -85,7 +86,9 @@ def _read_only() -> NoeticError:
 def open_store(url: str) -> ReadOnlyStore:
     """The store at `url`, resolved through the `register_checkpoint_stores` hook, read-only.
 
-    A `sqlite:` URL must name an existing file (opening a missing one would create it).
+    A `sqlite:` URL must name an existing file (opening a missing one would create it), and
+    the file is opened read-only: its bytes are never changed, and a file without Noetic's
+    table is `NOT_A_CHECKPOINT_STORE`.
     """
     from noetic.plugins import make_plugin_manager
 
@@ -101,6 +104,8 @@ def open_store(url: str) -> ReadOnlyStore:
             )
     registry = make_plugin_manager().registries.checkpoint_stores
     store: CheckpointStore = registry.resolve(scheme)(url)
+    if isinstance(store, SqliteCheckpointStore):  # before its first use opens the file
+        store.read_only = True  # opened `mode=ro`: never a table made, never the journal mode switched
     return ReadOnlyStore(store)
 
 

@@ -6,7 +6,9 @@ and changed through `ctx.context["scratchpad"].update({...})` or the model tool
 `scratchpad/update`. An update deep-merges: dicts merge key by key, lists and scalars
 replace, `__proto__` / `constructor` keys are dropped at every depth, and a non-empty freeform
 string is kept under `_previous`. With a schema the merged state must validate; otherwise the
-update raises `INVALID_LAYER_STATE` and the state is unchanged. The runtime writes every
+update raises `INVALID_LAYER_STATE` and the state is unchanged — as does an update that
+would make the notes something no checkpoint can store (NaN, Infinity, nesting deeper than
+`STATE_DEPTH`): the model sees that as the tool's error. The runtime writes every
 change through to storage, so the next turn starts where this one ended.
 """
 
@@ -30,6 +32,8 @@ from noetic.layers import (
     layer_data,
     layer_function,
 )
+from noetic.layers.frame import STATE_DEPTH
+from noetic.plain_json import is_plain_json
 from noetic.schema import Schema, SchemaError
 
 __all__ = ["Scratchpad", "ScratchpadState", "deep_merge", "scratchpad"]
@@ -136,6 +140,13 @@ class Scratchpad(ContextLayer):
             result = deep_merge({}, update)
             if state:
                 result["_previous"] = state
+        if not is_plain_json(result, max_depth=STATE_DEPTH):
+            raise NoeticError(
+                "INVALID_LAYER_STATE",
+                "scratchpad update rejected: the notes must be plain JSON (no NaN or Infinity) "
+                f"nested at most {STATE_DEPTH} levels deep, so they can be stored; nothing changed",
+                layer_id=self.id,
+            )
         if self.schema is not None:
             try:
                 self.schema.validate(result)
@@ -187,8 +198,12 @@ class Scratchpad(ContextLayer):
                 args = json.loads(item.arguments or "{}")
             except (json.JSONDecodeError, RecursionError):  # not JSON, or nested too deeply to parse
                 continue
-            if isinstance(args, dict):
+            if not isinstance(args, dict):
+                continue
+            try:
                 state, changed = self.merged(state, args), True
+            except NoeticError:  # a rejected update changes nothing; the others still apply
+                continue
         return state if changed else None
 
     async def on_spawn(self, ctx: LayerContext, child: Any) -> SpawnResult | None:

@@ -149,25 +149,25 @@ async def load_point(
     while tip is not None:
         key = piece_key(thread_id, tip)
         if key not in rows:
-            raise _broken(owner, key, "the piece is missing", execution_id)
+            raise _broken(owner, key, "the piece is missing", execution_id, thread_id)
         text = join_text(key, rows, execution_id=execution_id)
         if _digest(text) != tip:
-            raise _broken(owner, key, "its text does not match its digest", execution_id)
+            raise _broken(owner, key, "its text does not match its digest", execution_id, thread_id)
         try:
             piece = _Piece.model_validate(decode_document(key, text, execution_id=execution_id))
             items = load_items(piece.items, declarations)
         except (ValidationError, NoeticError, ValueError, TypeError) as exc:
             raise _broken(
-                owner, key, f"it is not a history piece ({describe_error(exc)})", execution_id
+                owner, key, f"it is not a history piece ({describe_error(exc)})", execution_id, thread_id
             ) from None
         if piece.thread_id != thread_id:
-            raise _broken(owner, key, f"it belongs to thread {piece.thread_id!r}", execution_id)
+            raise _broken(owner, key, f"it belongs to thread {piece.thread_id!r}", execution_id, thread_id)
         if not items or piece.start + len(items) != end:
-            raise _broken(owner, key, f"its items do not end at position {end}", execution_id)
+            raise _broken(owner, key, f"its items do not end at position {end}", execution_id, thread_id)
         if (piece.parent is None) != (piece.start == 0) or (
             piece.parent is not None and not _DIGEST.fullmatch(piece.parent)
         ):
-            raise _broken(owner, key, "its parent does not match its start", execution_id)
+            raise _broken(owner, key, "its parent does not match its start", execution_id, thread_id)
         pieces.append(items)
         end, tip = piece.start, piece.parent
     return [item for items in reversed(pieces) for item in items]
@@ -177,7 +177,23 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _broken(owner: str, key: str, why: str, execution_id: str | None) -> NoeticError:
-    error = corrupt(owner, f"its stored history piece {key!r} is damaged: {why}", execution_id=execution_id)
+def _broken(owner: str, key: str, why: str, execution_id: str | None, thread_id: str) -> NoeticError:
+    """A damaged piece of the thread's history: named by an execution's start record (resume:
+    the execution cannot be trusted), or by the thread's own record (a turn: the thread's
+    history must be deleted, there is no execution to clear)."""
+    if execution_id is not None:
+        error = corrupt(
+            owner, f"its stored history piece {key!r} is damaged: {why}", execution_id=execution_id
+        )
+    else:
+        error = NoeticError(
+            "CHECKPOINT_CORRUPT",
+            f"the stored history of thread {thread_id!r} is damaged: its piece {key!r} (named by "
+            f"{owner!r}): {why}. The turn was stopped rather than run "
+            f"without its history; delete_thread_history({thread_id!r}) removes the thread's "
+            "stored history and starts the thread over",
+            key=owner,
+            thread_id=thread_id,
+        )
     error.details["piece"] = key
     return error

@@ -29,7 +29,6 @@ that do drop entries, trading re-runs for storage (RS-12).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -53,6 +52,7 @@ from noetic.durable.store import (
     describe_error,
     encode_document,
     execution_prefix,
+    is_plain_json,
 )
 from noetic.durable.trace import trace_prefix, trace_row
 from noetic.errors import NoeticConfigError, NoeticError
@@ -438,10 +438,11 @@ class StepLedger:
         the trace row repeats), or None when it is not plain JSON."""
         try:
             data = step.record_output(output)
+            # Only what JSON gives back as the very same types (an Enum member would come back
+            # a str); a string, a whole number, a bool or None needs no walk.
+            if type(data) not in _EXACT and not is_plain_json(data, max_depth=MAX_DEPTH - 1):
+                raise ValueError("it does not survive a JSON round trip as the same types")
             output_text = encode_document(data, max_depth=MAX_DEPTH - 1)  # one level down in the entry
-            # A string, a whole number, a bool or None comes back from JSON as it went in.
-            if type(data) not in _EXACT and json.loads(output_text) != data:
-                raise ValueError("it does not survive a JSON round trip unchanged")
             meta = ctx.last_step_meta
             stamp = datetime.now(UTC).isoformat()
             head = {
@@ -599,8 +600,29 @@ def _recover(key: str, raw: Any, execution_id: str, declarations: Declarations) 
         entry = LedgerEntry.model_validate(raw)
         items = load_items(entry.items, declarations)
         meta = StepMeta.model_validate(entry.meta) if entry.meta is not None else None
+        if meta is not None:
+            _check_meta(meta)
     except (ValidationError, NoeticError, ValueError, TypeError) as exc:
         raise corrupt(
             key, f"it is not a ledger entry ({describe_error(exc)})", execution_id=execution_id
         ) from None
     return Recovered(entry, items, meta)
+
+
+def _check_meta(meta: StepMeta) -> None:
+    """Refuse what this code never writes in a step's meta (RS-21): a negative token count, a
+    negative cost (a non-finite one never parses)."""
+    usage = meta.usage
+    if usage is not None:
+        counts = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cached_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+        )
+        if any(count is not None and count < 0 for count in counts):
+            raise ValueError("meta.usage: a token count is negative")
+    for cost in (meta.cost, meta.billed_cost):
+        if cost is not None and cost < 0:
+            raise ValueError("meta: a cost is negative")

@@ -11,8 +11,9 @@
   was recorded (RS-14).
 - `Recorder.save`: a completed step's ledger rows, the rows they supersede and the snapshot
   when it changed, as one atomic write — never the history again. `durability=` says when
-  that write is committed (`durability_of`). A failing save is logged and never fails the
-  step (CTX-16): the execution goes on, only less resumable.
+  that write is committed (`durability_of`). A failing save is logged (one line) and never
+  fails the step (CTX-16): the execution goes on, only less resumable. When the turn's
+  closing write fails, `close` returns why, and the turn's response carries it.
 - `clear`: remove every record of the execution (RS-13); the thread's history pieces it named
   stay, for the thread and its other executions (HS-4).
 
@@ -38,7 +39,7 @@ from noetic.durable.snapshot import (
     Outcome,
     SnapshotWriter,
     import_layers,
-    is_plain_json,
+    input_is_storable,
     load_snapshot,
     snapshot_key,
     start_rows,
@@ -110,6 +111,7 @@ class Recorder:
         "_staged_body",
         "_store",
         "_writer",
+        "failure",
     )
 
     def __init__(
@@ -132,6 +134,8 @@ class Recorder:
         #: The snapshot in storage and the one staged to replace it (without `captured_at`).
         self._saved_body: str | None = None
         self._staged_body: str | None = None
+        #: Why the latest save failed (None once one succeeds): what `close` reports.
+        self.failure: NoeticError | None = None
 
     async def save(self, run: Execution, write: LedgerWrite | None = None, *, flush: bool = True) -> None:
         """Stage the snapshot (when it changed) and `write`'s rows; write everything staged as
@@ -147,13 +151,27 @@ class Recorder:
                     self._stage({self._writer.key: self._writer.document(body)}, ())
                 if flush or self._mode == "step":
                     await self._flush()
-            except Exception as exc:  # CTX-16: no save failure may fail the step
-                log.warning(
-                    "checkpoint of execution %s failed; the run goes on but cannot resume from here: %s",
-                    self._writer.execution_id,
-                    exc,
-                    exc_info=True,
-                )
+                self.failure = None
+            except Exception as exc:  # noqa: BLE001 - CTX-16: no save failure may fail the step
+                self.failure = self._failed(exc)
+
+    def _failed(self, exc: Exception) -> NoeticError:
+        """Log a failed save in one line (its traceback at DEBUG only) and say why as an error."""
+        execution_id = self._writer.execution_id
+        why = describe_error(exc)
+        log.warning(
+            "checkpoint of execution %s failed; the run goes on but cannot resume from here: %s",
+            execution_id,
+            why,
+        )
+        log.debug("checkpoint of execution %s failed", execution_id, exc_info=exc)
+        if isinstance(exc, NoeticError):
+            return exc
+        return NoeticError(
+            "CHECKPOINT_STORE_FAILED",
+            f"the checkpoint of execution {execution_id!r} could not be written: {why}",
+            execution_id=execution_id,
+        )
 
     @property
     def pending(self) -> bool:
@@ -176,17 +194,33 @@ class Recorder:
         if self._staged_body is not None:
             self._saved_body, self._staged_body = self._staged_body, None
 
-    async def close(self, run: Execution, outcome: Outcome | None = None, reason: str | None = None) -> None:
+    async def close(
+        self, run: Execution, outcome: Outcome | None = None, reason: str | None = None
+    ) -> NoeticError | None:
         """Write what is still staged (the turn's steps under `"turn"`, or rows a failed write
         left) with the snapshot recording the turn's `outcome` and failure `reason`, then
-        release the claim (shielded: it must happen even on cancellation)."""
+        release the claim (shielded: it must happen even on cancellation).
+
+        Returns why that closing write failed, or None: the turn ran to its end, but its
+        checkpoint does not say so, and a resume would run its unrecorded steps again — the
+        harness puts this on the turn's response (`checkpoint_error`) and logs it as an error.
+        """
         with anyio.CancelScope(shield=True):
             try:
                 self._writer.outcome, self._writer.reason = outcome, reason
                 if outcome is not None or self._mode == "turn" or self._sets or self._deletes:
                     await self.save(run)
+                    if self.failure is not None:
+                        log.error(
+                            "execution %s ended (%s) but its closing checkpoint was not written; "
+                            "resuming it would run its unrecorded steps again: %s",
+                            self._writer.execution_id,
+                            outcome,
+                            self.failure.message,
+                        )
             finally:
                 await self._claim.release()
+        return self.failure
 
 
 #: How much of an input a log line shows: a few levels and items of it, never all of it (the
@@ -217,27 +251,33 @@ async def begin(
     stored history holds the first `stored.count` items of its log already.
 
     Returns the stored point of the log once the start record is written (None when it is
-    not). Raises `EXECUTION_LOCKED` or `EXECUTION_EXISTS`; when the store itself fails, or the
-    input is not plain JSON, it logs why and the execution runs without a checkpoint.
+    not). Raises `EXECUTION_LOCKED`, `EXECUTION_EXISTS`, or `CHECKPOINT_CORRUPT` for a damaged
+    store file or execution; when the store otherwise fails, it logs why and the execution runs
+    without a checkpoint. An input that is not plain JSON is not
+    stored (the start record says so): the steps are recorded all the same, and `resume`
+    must be given the input again.
     """
     ctx = run.root
     assert ctx is not None
-    if not is_plain_json(input):
+    if not input_is_storable(input):
         log.warning(
-            "execution %s is not checkpointed: its input is not plain JSON (%s)", ctx.id, _shown(input)
+            "execution %s: input not stored (resume needs input=): %s",
+            ctx.id,
+            _shown(input),
         )
-        return None
     try:
         claim = await store.claim(ctx.id)
     except NoeticError as exc:
-        if exc.code == "EXECUTION_LOCKED":
+        if exc.code in ("EXECUTION_LOCKED", "CHECKPOINT_CORRUPT"):
             raise
         log.warning("execution %s is not checkpointed: the checkpoint store failed: %s", ctx.id, exc)
         return None
     try:
-        existing = await store.get(snapshot_key(ctx.id))
+        existing = await store.list_prefix(execution_prefix(ctx.id))
     except Exception as exc:
         await claim.release()
+        if isinstance(exc, NoeticError) and exc.code == "CHECKPOINT_CORRUPT":
+            raise  # a damaged file fails every call: the turn must not run as if checkpointed
         log.warning(
             "execution %s is not checkpointed: the checkpoint store failed: %s", ctx.id, exc, exc_info=True
         )
@@ -246,7 +286,17 @@ async def begin(
         with anyio.CancelScope(shield=True):
             await claim.release()
         raise
-    if existing is not None:
+    if existing and snapshot_key(ctx.id) not in existing:
+        await claim.release()  # what is left of a damaged execution is never overwritten
+        raise NoeticError(
+            "CHECKPOINT_CORRUPT",
+            f"execution {ctx.id!r} has checkpoint records but no snapshot (it is damaged), so it "
+            f"was not started over them; clear_checkpoint({ctx.id!r}) removes what is left, then "
+            "the id can start again",
+            execution_id=ctx.id,
+            key=existing[0],
+        )
+    if existing:
         await claim.release()
         raise NoeticError(
             "EXECUTION_EXISTS",
@@ -264,6 +314,11 @@ async def begin(
     run.recorder = Recorder(store, claim, SnapshotWriter(ctx.id), mode=durability, start=start)
     run.ledger = StepLedger(ctx.id, retention=retention)
     await run.recorder.save(run)
+    failure = run.recorder.failure
+    if failure is not None and failure.code == "CHECKPOINT_CORRUPT":  # the file is damaged
+        run.recorder, run.ledger = None, None
+        await claim.release()
+        raise failure
     return None if run.recorder.pending else point
 
 

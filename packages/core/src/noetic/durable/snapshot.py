@@ -3,7 +3,9 @@
 Two records, so that no step ever writes the history again:
 
 - the **start record** at `execution:{id}:start`, written once when the execution begins:
-  its identity (`execution_id`, `thread_id`, `resource_id`), the graph input, `first_item`,
+  its identity (`execution_id`, `thread_id`, `resource_id`), the graph input (when it is
+  plain JSON; otherwise `input_stored: false` and no input — a resume must be given it again),
+  `first_item`,
   `started_at`, the JSON workflow document when the agent graph is one (`workflow`, for the
   inspector, IN-1) and the item log as it stood at the start (history and turn input) — not
   copied: the record names a point of the thread's stored history (`history`: item count and
@@ -29,7 +31,7 @@ execution and the record. Neither is ever resumed from.
 from __future__ import annotations
 
 import inspect
-import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -49,12 +51,14 @@ from noetic.durable.history import EMPTY, StoredPoint, append_rows, load_point, 
 from noetic.durable.items import Declarations, ItemsRecord, load_items
 from noetic.durable.parts import join_record, split_record
 from noetic.durable.store import (
+    MAX_DEPTH,
     CheckpointStore,
     corrupt,
     decode_document,
     describe_error,
     encode_document,
     execution_prefix,
+    is_plain_json,
 )
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.items import Item
@@ -71,7 +75,9 @@ __all__ = [
     "Outcome",
     "SnapshotWriter",
     "import_layers",
+    "input_is_storable",
     "is_plain_json",
+    "check_keys",
     "execution_ids",
     "load_snapshot",
     "snapshot_key",
@@ -101,30 +107,47 @@ def start_key(execution_id: str) -> str:
 
 
 async def execution_ids(store: CheckpointStore) -> list[str]:
-    """The ids of every execution `store` holds a snapshot of, in key order.
+    """The ids of every execution `store` holds any record of, in key order — a snapshot, or
+    only other records (damage: `load_snapshot` then raises `CHECKPOINT_CORRUPT`, so a list
+    shows the execution as damaged instead of leaving it out).
 
-    A snapshot key whose id is not text (a damaged key: bytes that are not UTF-8) names no
-    execution anything can read or resume, and is left out rather than failing the list."""
-    head, tail = "execution:", ":snapshot"
-    found: list[str] = []
+    A key whose id part is not text (bytes that are not UTF-8) names no execution anything can
+    read or resume, and is left out rather than failing the list; a key whose damage is past
+    the id is found under its execution (`check_keys`)."""
+    head = "execution:"
+    found: dict[str, None] = {}
     for key in await store.list_prefix(head):
-        if not key.endswith(tail) or key.count(":") != 2:
+        encoded, colon, _ = key[len(head) :].partition(":")
+        if not colon:
             continue
-        execution_id = unquote(key[len(head) : -len(tail)])
+        execution_id = unquote(encoded)
         try:
-            if execution_prefix(execution_id) + "snapshot" == key:
-                found.append(execution_id)
+            if execution_prefix(execution_id) == f"{head}{encoded}:":
+                found[execution_id] = None
         except NoeticError:  # INVALID_ID
             continue
-    return found
+    return list(found)
 
 
-def is_plain_json(value: Any) -> bool:
-    """True when `value` survives a JSON round trip unchanged (no tuples, objects, NaN, …)."""
-    try:
-        return bool(json.loads(encode_document(value)) == value)
-    except (TypeError, ValueError):
-        return False
+#: What follows `execution:{id}:` in a key this version writes: the snapshot, the start
+#: record, ledger entries and trace rows (by sequence number), and the parts of the last three.
+_KNOWN_KEY = re.compile(r"(?:snapshot|(?:start|(?:ledger|trace):[0-9]{8,})(?::part:[0-9]{6})?)")
+
+
+def check_keys(execution_id: str, keys: list[str]) -> None:
+    """Raise `CHECKPOINT_CORRUPT` naming the first of `keys` (all under the execution's
+    prefix) that is not of a form this version writes — a key word with a damaged byte
+    (`ledger` with a byte that is not UTF-8 is no ledger key) would otherwise go unread, and
+    what it held (a completed step) would silently run again."""
+    skip = len(execution_prefix(execution_id))
+    for key in keys:
+        if _KNOWN_KEY.fullmatch(key, skip) is None:
+            try:
+                key.encode()
+                why = "it is not a key this version writes under an execution"
+            except UnicodeEncodeError:  # a store gives bytes that are not UTF-8 back as surrogates
+                why = "its key is not UTF-8, so it is not a key this version writes under an execution"
+            raise corrupt(key, why, execution_id=execution_id)
 
 
 # --- the stored shapes ----------------------------------------------------------------------
@@ -143,6 +166,8 @@ class StartRecord(_Strict):
     thread_id: str
     resource_id: str | None = None
     input: Any = None
+    #: False when the input was not plain JSON and so not stored (`input` is then None).
+    input_stored: StrictBool = True
     first_item: NonNegativeInt
     started_at: str | None = None
     workflow: dict[str, Any] | None = None
@@ -209,6 +234,8 @@ class ExecutionSnapshot:
     ended_at: str | None = None
     #: The point of the thread's stored history `items` are (None for a version-2 start record).
     history: StoredPoint | None = None
+    #: False when the execution's input was not plain JSON, so not stored (`input` is None).
+    input_stored: bool = True
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -232,10 +259,11 @@ def start_rows(
     """The rows of the start record of the execution of root context `ctx`, before its first
     step ran (its log is the base log, whose first `stored.count` items the thread's stored
     history already holds; `workflow` is its `workflow_document`), and the stored point they
-    make; raises `TypeError`/`ValueError` if it is not JSON."""
+    make; raises `TypeError`/`ValueError` if the log is not JSON. An `input` that is not plain
+    JSON is left out (`input_stored: false`)."""
     items = ctx.item_log.items
     rows, point = append_rows(ctx.thread_id, items, stored if stored.count <= len(items) else EMPTY)
-    record = {
+    record: dict[str, Any] = {
         "v": START_VERSION,
         "execution_id": ctx.id,
         "thread_id": ctx.thread_id,
@@ -244,11 +272,18 @@ def start_rows(
         "first_item": first_item,
         "started_at": datetime.now(UTC).isoformat(),
     }
+    if not input_is_storable(input):
+        record["input"], record["input_stored"] = None, False
     if workflow is not None:
         record["workflow"] = workflow
     record["history"] = point_json(point)
     rows.update(split_record(start_key(ctx.id), encode_document(record)))
     return rows, point
+
+
+def input_is_storable(input: Any) -> bool:
+    """Whether a start record can hold `input` (plain JSON, one level down in the record)."""
+    return is_plain_json(input, max_depth=MAX_DEPTH - 1)
 
 
 class SnapshotWriter:
@@ -284,7 +319,7 @@ class SnapshotWriter:
         if bare and self._bare is not None:
             return self._bare
         doc: dict[str, Any] = {"schema_version": SNAPSHOT_VERSION, "execution_id": self.execution_id}
-        if state is None or is_plain_json(state):
+        if state is None or is_plain_json(state, max_depth=MAX_DEPTH - 1):  # one level down
             doc["has_state"], doc["state"] = True, state
         if root.completed:
             doc["completed"], doc["completion_value"] = True, root.completion_value
@@ -333,16 +368,26 @@ async def import_layers(run: Execution, data: Any) -> None:
 async def load_snapshot(
     store: CheckpointStore, execution_id: str, declarations: Declarations, *, history: bool = True
 ) -> ExecutionSnapshot | None:
-    """The execution read back from its start record and snapshot, or None when it has no
-    snapshot (RS-14); see the module docstring for what raises.
+    """The execution read back from its start record and snapshot, or None when the store has
+    no record of it at all (RS-14); see the module docstring for what raises — and a key
+    under the execution of no form this version writes (`check_keys`), or records without a
+    snapshot, are `CHECKPOINT_CORRUPT` too.
 
     `history=False` leaves a stored history unread (its `items` are then empty): a summary of
     many executions of one thread would otherwise read the thread's history once for each."""
     skey, begin = snapshot_key(execution_id), start_key(execution_id)
-    keys = [skey, *await store.list_prefix(begin)]
+    every = await store.list_prefix(execution_prefix(execution_id))
+    if not every:
+        return None
+    check_keys(execution_id, every)
+    keys = [skey, *(key for key in every if key.startswith(begin))]
     rows = await store.get_many(keys)
     if skey not in rows:
-        return None
+        raise corrupt(
+            skey,
+            f"it is missing while {len(every)} other records of the execution remain",
+            execution_id=execution_id,
+        )
     raw = decode_document(skey, rows[skey], execution_id=execution_id)
     _check_version(skey, raw, "schema_version", execution_id)
     try:
@@ -381,6 +426,7 @@ async def load_snapshot(
         thread_id=start.thread_id,
         resource_id=start.resource_id,
         input=start.input,
+        input_stored=start.input_stored,
         first_item=start.first_item,
         items=items,
         has_state=snap.has_state,

@@ -46,13 +46,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import anyio
 
 from noetic.durable.claims import ClaimTable, FileClaimTable, HeldClaim, claims_held
 from noetic.durable.sqlite_header import truncation
-from noetic.durable.store import corrupt, row_checksum, verified_row
+from noetic.durable.store import corrupt, corrupt_file, row_checksum, verified_row
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.ids import is_text
 
@@ -109,7 +109,13 @@ class SqliteCheckpointStore:
     """A `CheckpointStore` in one SQLite file (`":memory:"` for a private in-memory database)."""
 
     def __init__(
-        self, path: str, *, busy_timeout: float = 10.0, synchronous: str = "full", inline: bool = True
+        self,
+        path: str,
+        *,
+        busy_timeout: float = 10.0,
+        synchronous: str = "full",
+        inline: bool = True,
+        read_only: bool = False,
     ):
         if synchronous not in SYNCHRONOUS:
             raise NoeticConfigError(
@@ -143,6 +149,9 @@ class SqliteCheckpointStore:
         self.synchronous = synchronous
         #: Whether a small write may run on the caller's thread (see the module docstring).
         self.inline = inline
+        #: Open the file read-only (the inspector): nothing is created, migrated or switched,
+        #: and a file without the store's table is refused (`NOT_A_CHECKPOINT_STORE`).
+        self.read_only = read_only
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         #: WAL pages written since it was last checkpointed (an estimate, see `CHECKPOINT_PAGES`).
@@ -156,12 +165,15 @@ class SqliteCheckpointStore:
         if conn is None:
             cut_short = None if self.path == ":memory:" else truncation(self.path)
             if cut_short is not None:
-                raise corrupt(self.path, cut_short)
+                raise corrupt_file(self.path, cut_short)
+            if self.read_only:
+                return self._open_read_only()
             conn = sqlite3.connect(
                 self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+                self._check_known_shape(conn)  # before anything is switched or written
                 self._use_wal(conn)
                 conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
                 conn.execute("PRAGMA wal_autocheckpoint = 0")  # the store checkpoints (`_checkpoint`)
@@ -171,6 +183,50 @@ class SqliteCheckpointStore:
                 raise
             self._conn = conn
         return conn
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A connection that can only read (`mode=ro`): the file's bytes, journal mode and
+        layout stay as they are; its table must be there, of a layout this code reads."""
+        uri = f"file:{quote(self.path)}?mode=ro"
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            version = self._layout(conn)
+            if version == 0 and not _columns(conn):
+                raise NoeticConfigError(
+                    "NOT_A_CHECKPOINT_STORE",
+                    f"{self.path!r} is a SQLite file without Noetic's table noetic_rows: it is not "
+                    "a checkpoint store (it was left unchanged)",
+                    hint="Pass the storage URL the harness ran with, e.g. sqlite:///runs.db.",
+                )
+            self._check_shape(conn, version)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _check_shape(self, conn: sqlite3.Connection, version: int) -> None:
+        """Refuse a `noetic_rows` table whose columns are not those of layout `version`
+        (`CHECKPOINT_CORRUPT` naming the file): a table of the same name made by something
+        else, or a garbled schema, would otherwise fail every write and read nothing."""
+        found = _columns(conn)
+        expected = _LAYOUT_COLUMNS.get(version, ()) if version else ()
+        if found != expected:
+            shown = ", ".join(f"{name} {kind}" for name, kind in found) or "none"
+            raise corrupt_file(
+                self.path,
+                f"its noetic_rows table has the columns ({shown}), not those of layout {version or 2}",
+            )
+
+    def _check_known_shape(self, conn: sqlite3.Connection) -> None:
+        """Refuse a `noetic_rows` table of no layout's columns. Read outside a transaction, so
+        another opener may be creating the table meanwhile: which layout it is, is checked
+        again by `_prepare`, under the write lock."""
+        found = _columns(conn)
+        if found and found not in _LAYOUT_COLUMNS.values():
+            self._check_shape(conn, self._layout(conn))
 
     def _use_wal(self, conn: sqlite3.Connection) -> None:
         """Put a new database in WAL mode (an existing one already is: the mode is persistent).
@@ -196,10 +252,12 @@ class SqliteCheckpointStore:
         """Check the file's table layout: create it in a new file, migrate layout 1 (one
         transaction, `_MIGRATE_FROM_1`), refuse a newer one (`CHECKPOINT_SCHEMA_MISMATCH`)."""
         if self._layout(conn) == LAYOUT_VERSION:
+            self._check_shape(conn, LAYOUT_VERSION)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = self._layout(conn)  # again under the write lock: another process may have moved it
+            self._check_shape(conn, version)  # a new file has no table yet
             if version == 1:
                 for statement in _MIGRATE_FROM_1:
                     conn.execute(statement)
@@ -246,14 +304,14 @@ class SqliteCheckpointStore:
     def _undecodable(self, exc: UnicodeDecodeError) -> NoeticError:
         """A message or value SQLite returned that is not UTF-8: the file's text is damaged
         (`sqlite3` decodes an error message, which may quote the damaged schema, itself)."""
-        return corrupt(
+        return corrupt_file(
             self.path, f"SQLite returned text that is not UTF-8 ({exc.reason} at byte {exc.start})"
         )
 
     def _failure(self, exc: sqlite3.Error) -> NoeticError:
         code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
         if code in _CORRUPTION:
-            return corrupt(self.path, f"SQLite reports {_CORRUPTION[code]} ({exc})")
+            return corrupt_file(self.path, f"SQLite reports {_CORRUPTION[code]} ({exc})")
         return NoeticError(
             "CHECKPOINT_STORE_FAILED",
             f"the SQLite checkpoint store {self.path!r} failed: {exc}",
@@ -383,6 +441,18 @@ class SqliteCheckpointStore:
 
     def __repr__(self) -> str:
         return f"SqliteCheckpointStore({self.path!r})"
+
+
+#: The columns (name, declared type) of `noetic_rows` in each layout this code reads.
+_LAYOUT_COLUMNS = {
+    1: (("key", "TEXT"), ("value", "TEXT"), ("crc", "INTEGER")),
+    2: (("id", "INTEGER"), ("key", "TEXT"), ("value", "TEXT"), ("crc", "INTEGER")),
+}
+
+
+def _columns(conn: sqlite3.Connection) -> tuple[tuple[str, str], ...]:
+    """`noetic_rows`' columns as (name, declared type), in order; () when there is no table."""
+    return tuple((str(row[1]), str(row[2]).upper()) for row in conn.execute("PRAGMA table_info(noetic_rows)"))
 
 
 def _key_param(key: str) -> str | bytes:

@@ -31,6 +31,7 @@ registers it under a URL scheme through the `register_checkpoint_stores` hook.
 from __future__ import annotations
 
 import json
+import math
 import re
 import zlib
 from collections.abc import Mapping, Sequence
@@ -39,17 +40,20 @@ from urllib.parse import quote
 
 from noetic.errors import NoeticError
 from noetic.ids import checked_id
+from noetic.plain_json import MAX_DEPTH, is_plain_json
 
 __all__ = [
     "MAX_DEPTH",
     "CheckpointStore",
     "Claim",
     "corrupt",
+    "corrupt_file",
     "decode_document",
     "describe_error",
     "encode_document",
     "execution_locked",
     "execution_prefix",
+    "is_plain_json",
     "nesting_exceeds",
     "row_checksum",
     "verified_row",
@@ -111,11 +115,6 @@ class CheckpointStore(Protocol):
         ...
 
 
-#: The deepest nesting of arrays and objects a checkpoint document may have. What is recorded
-#: is held to it (a deeper output is not recorded), so a deeper stored row is damaged or forged.
-MAX_DEPTH = 200
-
-
 #: Built once: `json.dumps` with options builds a new encoder per call, a cost on every step.
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
@@ -135,11 +134,30 @@ def encode_document(value: Any, *, max_depth: int = MAX_DEPTH) -> str:
     return text
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: too large for a float, read as infinity
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return value
+
+
+#: Built once: this code never writes NaN or Infinity (`allow_nan=False`), so a row holding
+#: one — or a number too large to be finite — is damaged or forged, and refused as it is read.
+#: The constant hook costs nothing on ordinary rows; the float hook runs only for the few
+#: floats a row holds (costs are decimal strings, token counts integers).
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+
+
 def decode_document(key: str, text: str, *, execution_id: str | None = None) -> Any:
-    """Parse a stored document; damaged text, or nesting deeper than `MAX_DEPTH`, raises
-    `CHECKPOINT_CORRUPT` naming the key (and the execution)."""
+    """Parse a stored document; damaged text, NaN, Infinity or a number too large to be finite,
+    or nesting deeper than `MAX_DEPTH`, raises `CHECKPOINT_CORRUPT` naming the key (and the
+    execution)."""
     try:
-        value = json.loads(text)
+        value = _DECODER.decode(text)
     except (ValueError, TypeError) as exc:
         raise corrupt(key, f"it is not valid JSON ({exc})", execution_id=execution_id) from None
     except RecursionError:  # the C scanner's own guard: raised before any Python frame is deep
@@ -185,6 +203,18 @@ def corrupt(key: str, why: str, *, execution_id: str | None = None) -> NoeticErr
         f"the checkpoint record {key!r}{owner} is damaged: {why}. Resume was stopped rather than "
         "continue from bad data; clear_checkpoint() the execution and run it again",
         **details,
+    )
+
+
+def corrupt_file(path: str, why: str) -> NoeticError:
+    """The error for a whole store file that is damaged: nothing in it is used or written, and
+    no execution's `clear_checkpoint` can repair it."""
+    return NoeticError(
+        "CHECKPOINT_CORRUPT",
+        f"the checkpoint store file {path!r} is damaged: {why}. Nothing was read from it or "
+        "written into it; restore it from a backup, or point storage= at a new file",
+        key=path,
+        path=path,
     )
 
 

@@ -30,6 +30,7 @@ from noetic.errors import NoeticError
 from noetic.layers.contract import CLEAR, DEFAULT_TIMEOUTS, HOOK_NAMES, UNSET, Outcome
 from noetic.layers.storage import ScopedStorage
 from noetic.logs import logger
+from noetic.plain_json import MAX_DEPTH, is_plain_json
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
@@ -43,6 +44,9 @@ __all__ = ["LayerContext", "LayerEntry", "LayerFrame", "commit_state", "report",
 log = logger("noetic.layers")
 #: The storage key every layer's state is written through to.
 STATE_KEY = "state"
+#: How deep a layer's state may nest: an execution's snapshot holds it four levels down
+#: (`layers` → `layers` → the layer id → `state`).
+STATE_DEPTH = MAX_DEPTH - 4
 
 
 class LayerEntry:
@@ -50,6 +54,7 @@ class LayerEntry:
 
     __slots__ = (
         "_lock",
+        "checked",
         "dirty",
         "disabled",
         "durable",
@@ -70,6 +75,7 @@ class LayerEntry:
         started: bool,
         durable: bool,
         hooks: Mapping[str, Callable[..., Any] | None] | None = None,
+        checked: bool = False,
     ):
         self.layer = layer
         #: The layer id.
@@ -80,6 +86,9 @@ class LayerEntry:
         self.state = state
         self.started = started
         self.durable = durable
+        #: Whether a checkpoint holds this state (the harness has storage): then every new
+        #: state must be plain JSON a checkpoint can store (`set_state`).
+        self.checked = checked
         self.disabled = False
         self.dirty = False
         self._lock: anyio.Lock | None = None
@@ -113,9 +122,29 @@ class LayerEntry:
         return float(overrides.get(name, DEFAULT_TIMEOUTS[name]))
 
     def set_state(self, value: Any) -> None:
-        """Replace the state (`CLEAR` clears it); durable entries are written on `flush`."""
-        self.state = None if value is CLEAR else value
+        """Replace the state (`CLEAR` clears it); durable entries are written on `flush`.
+
+        On a checkpointed entry (`checked`), a state no checkpoint can store — not plain JSON
+        (NaN, a tuple, an object, an `Enum` member) or nested deeper than `STATE_DEPTH` — raises
+        `INVALID_LAYER_STATE` and the state stays as it was: refused here, where the layer set
+        it, rather than making every later checkpoint of the execution fail.
+        """
+        state = None if value is CLEAR else value
+        self.check_state(state)
+        self.state = state
         self.dirty = self.dirty or self.durable
+
+    def check_state(self, state: Any) -> None:
+        """Raise `INVALID_LAYER_STATE` when this entry is `checked` and `state` is not one a
+        checkpoint can store (see `set_state`)."""
+        if self.checked and not is_plain_json(state, max_depth=STATE_DEPTH):
+            raise NoeticError(
+                "INVALID_LAYER_STATE",
+                f"context layer {self.id!r}: its new state cannot be checkpointed (it must be plain "
+                f"JSON: dicts with str keys, lists, str, int, bool, None, finite floats, at most "
+                f"{STATE_DEPTH} levels deep); the state is unchanged",
+                layer_id=self.id,
+            )
 
     async def flush(self) -> None:
         """Write the latest state through to storage if it changed (None deletes the key)."""
@@ -373,12 +402,17 @@ def _takes_argument(fn: Callable[..., Any]) -> bool:
 slot_of: Callable[[LayerEntry], float] = operator.attrgetter("layer.slot")
 
 
-def commit_state(entry: LayerEntry, ctx: Context, value: Any) -> None:
-    """Give `entry` the state a hook returned (`UNSET` keeps it) and drop its cached recall,
-    so an eventual layer renders the new state next time."""
+def commit_state(entry: LayerEntry, ctx: Context, value: Any, hook: str) -> None:
+    """Give `entry` the state hook `hook` returned (`UNSET` keeps it) and drop its cached
+    recall, so an eventual layer renders the new state next time. A state `set_state`
+    refuses fails that hook (reported, LY-12): the state stays as it was."""
     if value is UNSET:
         return
-    entry.set_state(value)
+    try:
+        entry.set_state(value)
+    except NoeticError as exc:
+        report(entry, hook, exc)
+        return
     ctx._exec.harness.layer_memory.recalls.invalidate(entry.cache_key)
 
 
@@ -388,6 +422,7 @@ def is_cancellation(exc: BaseException) -> bool:
 
 
 def _started(entry: LayerEntry, state: Any) -> None:
+    entry.check_state(state)  # a state no checkpoint can store fails `init` (LY-1)
     entry.state = state
     entry.started = True
 
@@ -594,7 +629,7 @@ class LayerFrame:
                 report(entry, "on_complete", exc)
                 continue
             if value is not None:
-                entry.set_state(value)
+                commit_state(entry, self.ctx, value, "on_complete")
             await entry.flush()
 
     async def _dispose(self) -> None:

@@ -88,7 +88,7 @@ async def _append_one(
             raise
         report(entry, "on_item_append", exc)
         return items, None
-    commit_state(entry, ctx, state)
+    commit_state(entry, ctx, state, "on_item_append")
     return passed, scope
 
 

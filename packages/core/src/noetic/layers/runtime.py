@@ -162,11 +162,11 @@ class ChildLayers:
                 )
                 if isinstance(value, ParentUpdateResult):
                     items = [parse_item(item) for item in value.items]
-                    commit_state(entry, child, value.child_state)
+                    commit_state(entry, child, value.child_state, "on_parent_update")
                     for item in items:
                         child.item_log.append(item)
                 elif value is not None:
-                    commit_state(entry, child, value)
+                    commit_state(entry, child, value, "on_parent_update")
             except Exception as exc:
                 if is_cancellation(exc):
                     raise
@@ -182,12 +182,11 @@ class ChildLayers:
             report(child, "on_return", exc)
             return result
         if isinstance(value, ReturnResult):
-            if value.parent_state is not UNSET:
-                target.set_state(value.parent_state)
+            commit_state(target, parent, value.parent_state, "on_return")
             if value.result is not UNSET:
                 result = value.result
         elif value is not None:
-            target.set_state(value)
+            commit_state(target, parent, value, "on_return")
         await target.flush()
         return result
 
@@ -234,6 +233,7 @@ class LayerRuntime:
         store, hook_tables = self.store, self.memory.hook_tables
         # most layers share a scope: its key and owning thread are worked out once
         scopes: dict[str, tuple[str, str | None]] = {}
+        checked = self.harness.storage is not None  # the snapshot holds the root's layer states
         for layer in layers:
             scope = getattr(layer, "scope", "thread")
             found = scopes.get(scope)
@@ -248,6 +248,7 @@ class LayerRuntime:
                     started=hooks["init"] is None,
                     durable=scope != "execution",
                     hooks=hooks,
+                    checked=checked,
                 )
             )
         return entries

@@ -61,7 +61,7 @@ async def judge_response(ctx: Context, response: ModelResponse, step_id: str) ->
         decision = await _decide(entry, ctx, response)
         if decision is None:
             continue
-        commit_state(entry, ctx, decision.state)
+        commit_state(entry, ctx, decision.state, "after_model_call")
         if decision.action == "deny":
             await frame.flush()
             reason = decision.message or "the response was refused"
@@ -139,7 +139,7 @@ async def guard_tool_call(ctx: Context, request: ToolCallRequest) -> ToolCallReq
                 continue
             if value is None:
                 continue
-            commit_state(entry, ctx, value.state)
+            commit_state(entry, ctx, value.state, "before_tool_call")
             if value.block is not None:
                 return str(value.block) or f"tool call blocked by {entry.id!r}"
             if value.override_args is not UNSET:
