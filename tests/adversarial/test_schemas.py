@@ -221,3 +221,13 @@ def test_a_recursive_schema_is_stopped_in_the_middle_of_one_value(child):
     snippet = RUN_WITH_LIMITS.format(doc=json.dumps(doc), cpu_ms=500)
     message = child.run(snippet, wall_clock=60).raised("LIMIT_EXCEEDED")
     assert "validating a value against a schema of the document" in message
+
+
+def test_a_schema_hidden_under_a_property_named_default_is_measured_too(child):
+    # found by a review: the size walk skipped `default` even as a property name
+    inner = json.loads(json.dumps(nested_any_of(6, 10)).replace("#/$defs/", "#/properties/default/$defs/"))
+    hidden = {"type": "object", "properties": {"default": inner}}
+    doc = child.write("doc.json", json.dumps(item_document(hidden, "{'default': {'v': 1}}")))
+    finished = child.cli("validate", str(doc), wall_clock=30)
+    assert finished.returncode == 2, finished.describe()
+    assert "WorkflowLimits.max_schema_size" in finished.stderr

@@ -43,6 +43,11 @@ __all__ = ["document_validator_class", "equality_key", "metered_validation", "sc
 _REF_KEYWORDS = ("$ref", "$dynamicRef")
 #: Keywords whose values are data, not schemas: a `$ref` key inside them refers to nothing.
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+#: Keywords whose values map names to schemas: there a key such as `enum` is a name, and the
+#: schema under it is walked like any other.
+_NAME_MAP_KEYWORDS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
 #: RE2's memory cap of one compiled pattern (program and match cache), and how many compiled
 #: patterns are kept: together they bound what a document's patterns can hold at once.
 _PATTERN_MEMORY = 8 << 20
@@ -96,16 +101,21 @@ def equality_key(value: Any, memo: dict[int, str]) -> Any:
 
 def _walk(schema: Any, path: str = "") -> Iterator[tuple[str, Mapping[str, Any]]]:
     """Every schema object inside `schema` with its path, without recursion."""
-    stack: list[tuple[str, Any]] = [(path, schema)]
+    # Each entry: the path, the value, and whether it maps names to schemas.
+    stack: list[tuple[str, Any, bool]] = [(path, schema, False)]
     while stack:
-        where, current = stack.pop()
-        if isinstance(current, Mapping):
+        where, current, names = stack.pop()
+        if isinstance(current, Mapping) and names:
+            stack.extend((f"{where}/{key}", value, False) for key, value in current.items())
+        elif isinstance(current, Mapping):
             yield where, current
             stack.extend(
-                (f"{where}/{key}", value) for key, value in current.items() if key not in _DATA_KEYWORDS
+                (f"{where}/{key}", value, key in _NAME_MAP_KEYWORDS)
+                for key, value in current.items()
+                if key not in _DATA_KEYWORDS
             )
         elif isinstance(current, list):
-            stack.extend((f"{where}/{i}", value) for i, value in enumerate(current))
+            stack.extend((f"{where}/{i}", value, False) for i, value in enumerate(current))
 
 
 def schema_problems(schema: Any) -> list[tuple[str, str]]:
