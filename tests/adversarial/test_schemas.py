@@ -231,3 +231,19 @@ def test_a_schema_hidden_under_a_property_named_default_is_measured_too(child):
     finished = child.cli("validate", str(doc), wall_clock=30)
     assert finished.returncode == 2, finished.describe()
     assert "WorkflowLimits.max_schema_size" in finished.stderr
+
+
+def test_a_draft_07_schema_of_id_anchors_is_measured_too(child):
+    # found by a review: `$id: "#L1"` was taken for a new resource and its `$ref`s counted nothing
+    defs: dict = {"L6": {"$id": "#L6", "type": "object", "required": ["nope"]}}
+    for level in range(5, -1, -1):
+        defs[f"L{level}"] = {"$id": f"#L{level}", "anyOf": [{"$ref": f"#L{level + 1}"}] * 10}
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": defs,
+        "properties": {"v": {"$ref": "#L0"}},
+    }
+    doc = child.write("doc.json", json.dumps(item_document(schema, "{'v': {'z': 1}}")))
+    finished = child.cli("validate", str(doc), wall_clock=30)
+    assert finished.returncode == 2, finished.describe()
+    assert "WorkflowLimits.max_schema_size" in finished.stderr

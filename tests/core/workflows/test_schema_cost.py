@@ -64,3 +64,13 @@ def test_a_property_named_like_a_data_keyword_is_still_a_schema() -> None:
 def test_a_data_keyword_holds_data_even_when_shaped_like_a_schema() -> None:
     schema = {"default": {"anyOf": [{"type": "string"}] * 50}, "properties": {"a": {"enum": [{"x": 1}] * 50}}}
     assert expanded_cost(schema, 10_000, 100).size < 10
+
+
+def test_an_id_naming_a_fragment_is_an_anchor() -> None:
+    # drafts 04 to 07 spell an anchor `$id: "#name"` (draft-04: `id`); a `$ref: "#name"` counts it
+    for keyword in ("$id", "id"):
+        defs: dict = {"L6": {keyword: "#L6", "type": "string"}}
+        for level in range(5, -1, -1):
+            defs[f"L{level}"] = {keyword: f"#L{level}", "anyOf": [{"$ref": f"#L{level + 1}"}] * 10}
+        schema = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": defs, "$ref": "#L0"}
+        assert expanded_cost(schema, 10_000, 100).size > 10_000, keyword

@@ -10,7 +10,8 @@ recursive schema is walked only as deep as the value is, and the run's CPU budge
 
 A reference is resolved against its enclosing `$id` (or `id`) resource and against the whole
 schema, and the larger target counts, so a misleading `$id` cannot make a schema look smaller
-than it is. A `$dynamicRef` counts as the largest schema carrying that `$dynamicAnchor`.
+than it is. An `$id` of `"#name"` (drafts 04 to 07) names an anchor, as `$anchor` does. A
+`$dynamicRef` counts as the largest schema carrying that `$dynamicAnchor`.
 
 Written here because jsonschema offers no way to measure a schema without validating with it.
 """
@@ -68,15 +69,24 @@ class _Index:
         while stack:
             node, names, resource = stack.pop()
             if isinstance(node, Mapping) and not names:
-                if any(isinstance(node.get(key), str) for key in _RESOURCE_KEYWORDS):
+                identifiers = [node.get(key) for key in _RESOURCE_KEYWORDS]
+                if any(isinstance(name, str) and not name.startswith("#") for name in identifiers):
                     resource = node
-                for keyword in ("$anchor", "$dynamicAnchor"):
-                    name = node.get(keyword)
-                    if isinstance(name, str):
-                        self.anchors.setdefault((id(resource), name), node)
-                        self.anchors.setdefault((id(root), name), node)
-                        if keyword == "$dynamicAnchor":
-                            self.dynamic.setdefault(name, []).append(node)
+                # Before 2019-09 an `$id` (draft-04: `id`) of "#name" is an anchor, not a resource.
+                anchors = [
+                    name[1:] for name in identifiers if isinstance(name, str) and name[1:2] and name[0] == "#"
+                ]
+                anchors += [
+                    name
+                    for name in (node.get("$anchor"), node.get("$dynamicAnchor"))
+                    if isinstance(name, str)
+                ]
+                for name in anchors:
+                    self.anchors.setdefault((id(resource), name), node)
+                    self.anchors.setdefault((id(root), name), node)
+                name = node.get("$dynamicAnchor")
+                if isinstance(name, str):
+                    self.dynamic.setdefault(name, []).append(node)
             self.resource[id(node)] = resource
             stack.extend((child, child_names, resource) for child, child_names in _children(node, names))
 
