@@ -84,9 +84,9 @@ class _Index:
                 for name in anchors:
                     self.anchors.setdefault((id(resource), name), node)
                     self.anchors.setdefault((id(root), name), node)
-                name = node.get("$dynamicAnchor")
-                if isinstance(name, str):
-                    self.dynamic.setdefault(name, []).append(node)
+                dynamic = node.get("$dynamicAnchor")
+                if isinstance(dynamic, str):
+                    self.dynamic.setdefault(dynamic, []).append(node)
             self.resource[id(node)] = resource
             stack.extend((child, child_names, resource) for child, child_names in _children(node, names))
 
