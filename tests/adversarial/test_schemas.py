@@ -247,3 +247,14 @@ def test_a_draft_07_schema_of_id_anchors_is_measured_too(child):
     finished = child.cli("validate", str(doc), wall_clock=30)
     assert finished.returncode == 2, finished.describe()
     assert "WorkflowLimits.max_schema_size" in finished.stderr
+
+
+def test_a_large_enum_over_a_long_array_is_stopped_in_the_middle_of_one_value(child):
+    # found by a review: `enum` was not metered, so items x members ran unchecked to the end
+    # (this one is about a minute of CPU unmetered; the wall clock would end it first)
+    members = list(range(60_000))
+    schema = {"type": "object", "properties": {"v": {"type": "array", "items": {"enum": members}}}}
+    doc = item_document(schema, "{'v': [1..10000].($ * 0 + 59999)}")
+    snippet = RUN_WITH_LIMITS.format(doc=json.dumps(doc), cpu_ms=300)
+    message = child.run(snippet, wall_clock=30).raised("LIMIT_EXCEEDED")
+    assert "validating a value against a schema of the document" in message

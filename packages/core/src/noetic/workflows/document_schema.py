@@ -16,8 +16,8 @@ jsonschema validator for them, and `schema_problems` lists what makes one unacce
 - `anyOf` and `oneOf` stop at a branch's first error and keep none of the branches' errors
   (jsonschema keeps every error of every failed branch, so nested combinators hold a tree of
   errors as large as the work done);
-- every keyword that applies subschemas is metered: a validation counts its CPU time against the run's
-  `max_run_cpu_ms` (`metered_validation`), and stops with `LIMIT_EXCEEDED` as soon as it would
+- every keyword that applies subschemas is metered, and `enum` (per member) and `const`: a
+  validation counts its CPU time against the run's `max_run_cpu_ms` (`metered_validation`), and stops with `LIMIT_EXCEEDED` as soon as it would
   go over, even in the middle of one value. How large the schema may be once its references
   are expanded is checked when the document is loaded (`noetic.workflows.schema_cost`).
 
@@ -254,9 +254,10 @@ _KEYWORDS = {
 
 #: How many keyword calls pass between two looks at the CPU clock (reading it is a system call).
 _CALLS_PER_CHECK = 64
-#: The keywords that apply subschemas: all repeated work passes through them, so metering them
-#: alone bounds a validation (the others do a bounded amount of work on one value each).
-_APPLICATORS = frozenset(
+#: The keywords that apply subschemas, through which all repeated work passes, and `const`
+#: (`enum` is metered per member: jsonschema compares each in Python). Metering them bounds a
+#: validation; the other keywords do a bounded amount of work on one value each.
+_METERED = frozenset(
     {
         "$ref",
         "$dynamicRef",
@@ -264,6 +265,7 @@ _APPLICATORS = frozenset(
         "additionalProperties",
         "allOf",
         "anyOf",
+        "const",
         "contains",
         "dependencies",
         "dependentSchemas",
@@ -286,16 +288,20 @@ _APPLICATORS = frozenset(
 class _Meter:
     """The validation in progress: when its CPU time runs out, and calls since the last look."""
 
-    __slots__ = ("calls", "deadline", "started")
+    __slots__ = ("calls", "deadline", "next_look", "started")
 
     def __init__(self, allowance: float) -> None:
         self.started = cpu_seconds()
         self.deadline = self.started + allowance
         self.calls = 0
+        self.next_look = _CALLS_PER_CHECK
 
-    def tick(self) -> None:
-        self.calls += 1
-        if self.calls % _CALLS_PER_CHECK == 0:
+    def tick(self, weight: int = 1) -> None:
+        """Count `weight` calls' worth of work about to be done, looking at the clock first
+        when it reaches the next look (an `enum` of 20,000 members counts as 20,000 calls)."""
+        self.calls += weight
+        if self.calls >= self.next_look:
+            self.next_look = self.calls + _CALLS_PER_CHECK
             now = cpu_seconds()
             if now > self.deadline:
                 charge_validation(now - self.started)
@@ -331,12 +337,31 @@ def _metered(keyword: Callable[..., Any]) -> Callable[..., Any]:
     return metered
 
 
+def _metered_enum(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    """`enum`, counted as one call per member it compares."""
+
+    def metered(validator: Any, members: Any, instance: Any, schema: Any) -> Any:
+        meter = _meter.get()
+        if meter is not None:
+            meter.tick(len(members) if isinstance(members, list) else 1)
+        return keyword(validator, members, instance, schema)
+
+    return metered
+
+
+def _with_meter(name: str, keyword: Callable[..., Any]) -> Callable[..., Any]:
+    if name == "enum":
+        return _metered_enum(keyword)
+    return _metered(keyword) if name in _METERED else keyword
+
+
 def document_validator_class(base: Any) -> Any:
-    """`base` (a jsonschema validator class) with the keywords above, the applicators metered."""
+    """`base` (a jsonschema validator class) with the keywords above, the applicators, `enum`
+    and `const` metered."""
     from jsonschema.validators import extend
 
     keywords = {**base.VALIDATORS, **{k: v for k, v in _KEYWORDS.items() if k in base.VALIDATORS}}
     return extend(
         base,
-        {name: _metered(keyword) if name in _APPLICATORS else keyword for name, keyword in keywords.items()},
+        {name: _with_meter(name, keyword) for name, keyword in keywords.items()},
     )
