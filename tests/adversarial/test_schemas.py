@@ -221,3 +221,40 @@ def test_a_recursive_schema_is_stopped_in_the_middle_of_one_value(child):
     snippet = RUN_WITH_LIMITS.format(doc=json.dumps(doc), cpu_ms=500)
     message = child.run(snippet, wall_clock=60).raised("LIMIT_EXCEEDED")
     assert "validating a value against a schema of the document" in message
+
+
+def test_a_schema_hidden_under_a_property_named_default_is_measured_too(child):
+    # found by a review: the size walk skipped `default` even as a property name
+    inner = json.loads(json.dumps(nested_any_of(6, 10)).replace("#/$defs/", "#/properties/default/$defs/"))
+    hidden = {"type": "object", "properties": {"default": inner}}
+    doc = child.write("doc.json", json.dumps(item_document(hidden, "{'default': {'v': 1}}")))
+    finished = child.cli("validate", str(doc), wall_clock=30)
+    assert finished.returncode == 2, finished.describe()
+    assert "WorkflowLimits.max_schema_size" in finished.stderr
+
+
+def test_a_draft_07_schema_of_id_anchors_is_measured_too(child):
+    # found by a review: `$id: "#L1"` was taken for a new resource and its `$ref`s counted nothing
+    defs: dict = {"L6": {"$id": "#L6", "type": "object", "required": ["nope"]}}
+    for level in range(5, -1, -1):
+        defs[f"L{level}"] = {"$id": f"#L{level}", "anyOf": [{"$ref": f"#L{level + 1}"}] * 10}
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "definitions": defs,
+        "properties": {"v": {"$ref": "#L0"}},
+    }
+    doc = child.write("doc.json", json.dumps(item_document(schema, "{'v': {'z': 1}}")))
+    finished = child.cli("validate", str(doc), wall_clock=30)
+    assert finished.returncode == 2, finished.describe()
+    assert "WorkflowLimits.max_schema_size" in finished.stderr
+
+
+def test_a_large_enum_over_a_long_array_is_stopped_in_the_middle_of_one_value(child):
+    # found by a review: `enum` was not metered, so items x members ran unchecked to the end
+    # (this one is about a minute of CPU unmetered; the wall clock would end it first)
+    members = list(range(60_000))
+    schema = {"type": "object", "properties": {"v": {"type": "array", "items": {"enum": members}}}}
+    doc = item_document(schema, "{'v': [1..10000].($ * 0 + 59999)}")
+    snippet = RUN_WITH_LIMITS.format(doc=json.dumps(doc), cpu_ms=300)
+    message = child.run(snippet, wall_clock=30).raised("LIMIT_EXCEEDED")
+    assert "validating a value against a schema of the document" in message

@@ -3,7 +3,9 @@ the schema, patterns run on RE2, `uniqueItems` is linear."""
 
 from __future__ import annotations
 
+import noetic as nt
 import pytest
+from noetic.errors import NoeticError
 from noetic.schema import Schema, SchemaError
 from noetic.workflows.document_schema import equality_key, schema_problems
 
@@ -104,3 +106,24 @@ def test_ecma_unicode_escapes_are_understood() -> None:
     assert schema.validate("éA") == "éA"
     with pytest.raises(SchemaError):
         schema.validate("\\u0041")
+
+
+@pytest.mark.parametrize("name", ["default", "enum", "const", "examples"])
+def test_a_property_named_like_a_data_keyword_is_checked(name: str) -> None:
+    schema = {"properties": {name: {"pattern": "(a)\\1"}}, "$defs": {name: {"$ref": "https://x.example/s"}}}
+    where = sorted(path for path, _ in schema_problems(schema))
+    assert where == [f"/$defs/{name}/$ref", f"/properties/{name}"]
+    document = {
+        "version": 1,
+        "customItems": {"thing": {"type": "t:item", "output": {"properties": {name: {"pattern": "(a)\\1"}}}}},
+        "root": {"kind": "compute", "id": "c", "expr": "$"},
+    }
+    with pytest.raises(NoeticError, match="RE2") as refused:
+        nt.workflow("w", document)
+    assert "INVALID_CUSTOM_ITEM_OUTPUT" in str(refused.value)
+
+
+def test_a_property_named_like_a_keyword_is_a_name_not_a_keyword() -> None:
+    # a property called `patternProperties` holds a schema, whose keys are not patterns
+    schema = {"properties": {"patternProperties": {"type": "string"}}, "unevaluatedProperties": False}
+    assert schema_problems(schema) == []

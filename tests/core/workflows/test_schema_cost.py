@@ -49,3 +49,28 @@ def test_a_long_chain_of_references_is_deep_not_a_recursion_error() -> None:
     defs["d5000"] = {"type": "string"}
     cost = expanded_cost({"$defs": defs, "$ref": "#/$defs/d0"}, 100_000, 128)
     assert cost.depth > 128
+
+
+def test_a_property_named_like_a_data_keyword_is_still_a_schema() -> None:
+    # `default`, `enum`, `const`, `examples` are data only as keywords, not as names in a map
+    for name in ("default", "enum", "const", "examples"):
+        hidden = {"properties": {name: {"anyOf": [{"type": "string"}] * 20_000}}}
+        assert expanded_cost(hidden, 10_000, 100).size > 10_000, name
+    for keyword in ("patternProperties", "$defs", "definitions", "dependentSchemas"):
+        hidden = {keyword: {"default": {"anyOf": [{"type": "string"}] * 50}}}
+        assert expanded_cost(hidden, 10_000, 100).size > 50, keyword
+
+
+def test_a_data_keyword_holds_data_even_when_shaped_like_a_schema() -> None:
+    schema = {"default": {"anyOf": [{"type": "string"}] * 50}, "properties": {"a": {"enum": [{"x": 1}] * 50}}}
+    assert expanded_cost(schema, 10_000, 100).size < 10
+
+
+def test_an_id_naming_a_fragment_is_an_anchor() -> None:
+    # drafts 04 to 07 spell an anchor `$id: "#name"` (draft-04: `id`); a `$ref: "#name"` counts it
+    for keyword in ("$id", "id"):
+        defs: dict = {"L6": {keyword: "#L6", "type": "string"}}
+        for level in range(5, -1, -1):
+            defs[f"L{level}"] = {keyword: f"#L{level}", "anyOf": [{"$ref": f"#L{level + 1}"}] * 10}
+        schema = {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": defs, "$ref": "#L0"}
+        assert expanded_cost(schema, 10_000, 100).size > 10_000, keyword

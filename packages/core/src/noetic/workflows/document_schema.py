@@ -16,8 +16,8 @@ jsonschema validator for them, and `schema_problems` lists what makes one unacce
 - `anyOf` and `oneOf` stop at a branch's first error and keep none of the branches' errors
   (jsonschema keeps every error of every failed branch, so nested combinators hold a tree of
   errors as large as the work done);
-- every keyword that applies subschemas is metered: a validation counts its CPU time against the run's
-  `max_run_cpu_ms` (`metered_validation`), and stops with `LIMIT_EXCEEDED` as soon as it would
+- every keyword that applies subschemas is metered, and `enum` (per member) and `const`: a
+  validation counts its CPU time against the run's `max_run_cpu_ms` (`metered_validation`), and stops with `LIMIT_EXCEEDED` as soon as it would
   go over, even in the middle of one value. How large the schema may be once its references
   are expanded is checked when the document is loaded (`noetic.workflows.schema_cost`).
 
@@ -43,6 +43,11 @@ __all__ = ["document_validator_class", "equality_key", "metered_validation", "sc
 _REF_KEYWORDS = ("$ref", "$dynamicRef")
 #: Keywords whose values are data, not schemas: a `$ref` key inside them refers to nothing.
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+#: Keywords whose values map names to schemas: there a key such as `enum` is a name, and the
+#: schema under it is walked like any other.
+_NAME_MAP_KEYWORDS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
 #: RE2's memory cap of one compiled pattern (program and match cache), and how many compiled
 #: patterns are kept: together they bound what a document's patterns can hold at once.
 _PATTERN_MEMORY = 8 << 20
@@ -96,16 +101,21 @@ def equality_key(value: Any, memo: dict[int, str]) -> Any:
 
 def _walk(schema: Any, path: str = "") -> Iterator[tuple[str, Mapping[str, Any]]]:
     """Every schema object inside `schema` with its path, without recursion."""
-    stack: list[tuple[str, Any]] = [(path, schema)]
+    # Each entry: the path, the value, and whether it maps names to schemas.
+    stack: list[tuple[str, Any, bool]] = [(path, schema, False)]
     while stack:
-        where, current = stack.pop()
-        if isinstance(current, Mapping):
+        where, current, names = stack.pop()
+        if isinstance(current, Mapping) and names:
+            stack.extend((f"{where}/{key}", value, False) for key, value in current.items())
+        elif isinstance(current, Mapping):
             yield where, current
             stack.extend(
-                (f"{where}/{key}", value) for key, value in current.items() if key not in _DATA_KEYWORDS
+                (f"{where}/{key}", value, key in _NAME_MAP_KEYWORDS)
+                for key, value in current.items()
+                if key not in _DATA_KEYWORDS
             )
         elif isinstance(current, list):
-            stack.extend((f"{where}/{i}", value) for i, value in enumerate(current))
+            stack.extend((f"{where}/{i}", value, False) for i, value in enumerate(current))
 
 
 def schema_problems(schema: Any) -> list[tuple[str, str]]:
@@ -244,9 +254,10 @@ _KEYWORDS = {
 
 #: How many keyword calls pass between two looks at the CPU clock (reading it is a system call).
 _CALLS_PER_CHECK = 64
-#: The keywords that apply subschemas: all repeated work passes through them, so metering them
-#: alone bounds a validation (the others do a bounded amount of work on one value each).
-_APPLICATORS = frozenset(
+#: The keywords that apply subschemas, through which all repeated work passes, and `const`
+#: (`enum` is metered per member: jsonschema compares each in Python). Metering them bounds a
+#: validation; the other keywords do a bounded amount of work on one value each.
+_METERED = frozenset(
     {
         "$ref",
         "$dynamicRef",
@@ -254,6 +265,7 @@ _APPLICATORS = frozenset(
         "additionalProperties",
         "allOf",
         "anyOf",
+        "const",
         "contains",
         "dependencies",
         "dependentSchemas",
@@ -276,16 +288,20 @@ _APPLICATORS = frozenset(
 class _Meter:
     """The validation in progress: when its CPU time runs out, and calls since the last look."""
 
-    __slots__ = ("calls", "deadline", "started")
+    __slots__ = ("calls", "deadline", "next_look", "started")
 
     def __init__(self, allowance: float) -> None:
         self.started = cpu_seconds()
         self.deadline = self.started + allowance
         self.calls = 0
+        self.next_look = _CALLS_PER_CHECK
 
-    def tick(self) -> None:
-        self.calls += 1
-        if self.calls % _CALLS_PER_CHECK == 0:
+    def tick(self, weight: int = 1) -> None:
+        """Count `weight` calls' worth of work about to be done, looking at the clock first
+        when it reaches the next look (an `enum` of 20,000 members counts as 20,000 calls)."""
+        self.calls += weight
+        if self.calls >= self.next_look:
+            self.next_look = self.calls + _CALLS_PER_CHECK
             now = cpu_seconds()
             if now > self.deadline:
                 charge_validation(now - self.started)
@@ -321,12 +337,31 @@ def _metered(keyword: Callable[..., Any]) -> Callable[..., Any]:
     return metered
 
 
+def _metered_enum(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    """`enum`, counted as one call per member it compares."""
+
+    def metered(validator: Any, members: Any, instance: Any, schema: Any) -> Any:
+        meter = _meter.get()
+        if meter is not None:
+            meter.tick(len(members) if isinstance(members, list) else 1)
+        return keyword(validator, members, instance, schema)
+
+    return metered
+
+
+def _with_meter(name: str, keyword: Callable[..., Any]) -> Callable[..., Any]:
+    if name == "enum":
+        return _metered_enum(keyword)
+    return _metered(keyword) if name in _METERED else keyword
+
+
 def document_validator_class(base: Any) -> Any:
-    """`base` (a jsonschema validator class) with the keywords above, the applicators metered."""
+    """`base` (a jsonschema validator class) with the keywords above, the applicators, `enum`
+    and `const` metered."""
     from jsonschema.validators import extend
 
     keywords = {**base.VALIDATORS, **{k: v for k, v in _KEYWORDS.items() if k in base.VALIDATORS}}
     return extend(
         base,
-        {name: _metered(keyword) if name in _APPLICATORS else keyword for name, keyword in keywords.items()},
+        {name: _with_meter(name, keyword) for name, keyword in keywords.items()},
     )

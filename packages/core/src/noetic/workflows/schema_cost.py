@@ -10,7 +10,8 @@ recursive schema is walked only as deep as the value is, and the run's CPU budge
 
 A reference is resolved against its enclosing `$id` (or `id`) resource and against the whole
 schema, and the larger target counts, so a misleading `$id` cannot make a schema look smaller
-than it is. A `$dynamicRef` counts as the largest schema carrying that `$dynamicAnchor`.
+than it is. An `$id` of `"#name"` (drafts 04 to 07) names an anchor, as `$anchor` does. A
+`$dynamicRef` counts as the largest schema carrying that `$dynamicAnchor`.
 
 Written here because jsonschema offers no way to measure a schema without validating with it.
 """
@@ -26,6 +27,11 @@ __all__ = ["SchemaCost", "expanded_cost"]
 
 #: Keywords whose values are data, not schemas (the same list `document_schema` skips).
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+#: Keywords whose values map names to schemas: there a key such as `default` is a name, not a
+#: keyword, and the schema under it is walked (the same list `document_schema` uses).
+_NAME_MAP_KEYWORDS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
 _RESOURCE_KEYWORDS = ("$id", "id")
 
 
@@ -38,16 +44,17 @@ class SchemaCost:
     depth: int
 
 
-def _children(node: Any) -> Iterator[Any]:
-    """The objects and arrays directly inside `node` that may hold schemas."""
+def _children(node: Any, names: bool) -> Iterator[tuple[Any, bool]]:
+    """The objects and arrays directly inside `node` that may hold schemas, each with whether
+    it maps names to schemas; `names` says that of `node` itself."""
     if isinstance(node, Mapping):
         for key, value in node.items():
-            if key not in _DATA_KEYWORDS and isinstance(value, Mapping | list):
-                yield value
+            if isinstance(value, Mapping | list) and (names or key not in _DATA_KEYWORDS):
+                yield value, not names and key in _NAME_MAP_KEYWORDS
     elif isinstance(node, list):
         for value in node:
             if isinstance(value, Mapping | list):
-                yield value
+                yield value, False
 
 
 class _Index:
@@ -58,21 +65,30 @@ class _Index:
         self.resource: dict[int, Any] = {}
         self.anchors: dict[tuple[int, str], Any] = {}
         self.dynamic: dict[str, list[Any]] = {}
-        stack: list[tuple[Any, Any]] = [(root, root)]
+        stack: list[tuple[Any, bool, Any]] = [(root, False, root)]
         while stack:
-            node, resource = stack.pop()
-            if isinstance(node, Mapping):
-                if any(isinstance(node.get(key), str) for key in _RESOURCE_KEYWORDS):
+            node, names, resource = stack.pop()
+            if isinstance(node, Mapping) and not names:
+                identifiers = [node.get(key) for key in _RESOURCE_KEYWORDS]
+                if any(isinstance(name, str) and not name.startswith("#") for name in identifiers):
                     resource = node
-                for keyword in ("$anchor", "$dynamicAnchor"):
-                    name = node.get(keyword)
-                    if isinstance(name, str):
-                        self.anchors.setdefault((id(resource), name), node)
-                        self.anchors.setdefault((id(root), name), node)
-                        if keyword == "$dynamicAnchor":
-                            self.dynamic.setdefault(name, []).append(node)
+                # Before 2019-09 an `$id` (draft-04: `id`) of "#name" is an anchor, not a resource.
+                anchors = [
+                    name[1:] for name in identifiers if isinstance(name, str) and name[1:2] and name[0] == "#"
+                ]
+                anchors += [
+                    name
+                    for name in (node.get("$anchor"), node.get("$dynamicAnchor"))
+                    if isinstance(name, str)
+                ]
+                for name in anchors:
+                    self.anchors.setdefault((id(resource), name), node)
+                    self.anchors.setdefault((id(root), name), node)
+                dynamic = node.get("$dynamicAnchor")
+                if isinstance(dynamic, str):
+                    self.dynamic.setdefault(dynamic, []).append(node)
             self.resource[id(node)] = resource
-            stack.extend((child, resource) for child in _children(node))
+            stack.extend((child, child_names, resource) for child, child_names in _children(node, names))
 
     def targets(self, node: Mapping[str, Any]) -> list[Any]:
         """What the `$ref` and `$dynamicRef` of `node` may point to inside the schema."""
@@ -113,20 +129,21 @@ def expanded_cost(schema: Any, max_size: int, max_depth: int) -> SchemaCost:
     index = _Index(schema)
     done: dict[int, SchemaCost] = {}
     open_nodes: set[int] = set()
-    # Each frame: the node, its remaining children, the size and depth gathered so far.
-    frames: list[tuple[Any, Iterator[Any], list[int]]] = []
+    # Each frame: the node, its remaining children (each with whether it maps names to schemas),
+    # the size and depth gathered so far.
+    frames: list[tuple[Any, Iterator[tuple[Any, bool]], list[int]]] = []
 
-    def push(node: Any) -> None:
-        following = list(_children(node))
-        if isinstance(node, Mapping):
-            following.extend(index.targets(node))
+    def push(node: Any, names: bool) -> None:
+        following = list(_children(node, names))
+        if isinstance(node, Mapping) and not names:
+            following.extend((target, False) for target in index.targets(node))
         open_nodes.add(id(node))
         frames.append((node, iter(following), [1, 1]))
 
-    push(schema)
+    push(schema, False)
     while frames:
         node, remaining, gathered = frames[-1]
-        child = next(remaining, None)
+        child, child_names = next(remaining, (None, False))
         if child is not None:
             cost = done.get(id(child))
             if cost is None and id(child) in open_nodes:
@@ -134,7 +151,7 @@ def expanded_cost(schema: Any, max_size: int, max_depth: int) -> SchemaCost:
             if cost is None:
                 if len(frames) > max_depth:
                     return SchemaCost(gathered[0], len(frames) + 1)
-                push(child)
+                push(child, child_names)
                 continue
             gathered[0] += cost.size
             gathered[1] = max(gathered[1], cost.depth + 1)
