@@ -192,20 +192,22 @@ class SqliteCheckpointStore:
             uri, uri=True, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
         )
         try:
-            version = self._layout(conn)
-            if version == 0 and not _columns(conn):
-                raise NoeticConfigError(
-                    "NOT_A_CHECKPOINT_STORE",
-                    f"{self.path!r} is a SQLite file without Noetic's table noetic_rows: it is not "
-                    "a checkpoint store (it was left unchanged)",
-                    hint="Pass the storage URL the harness ran with, e.g. sqlite:///runs.db.",
-                )
-            self._check_shape(conn, version)
+            if not _columns(conn):  # whatever its user_version: another program's or an empty file
+                raise self._not_a_store()
+            self._check_shape(conn, self._layout(conn))
         except BaseException:
             conn.close()
             raise
         self._conn = conn
         return conn
+
+    def _not_a_store(self) -> NoeticConfigError:
+        return NoeticConfigError(
+            "NOT_A_CHECKPOINT_STORE",
+            f"{self.path!r} is a SQLite file without Noetic's table noetic_rows: it is not "
+            "a checkpoint store (it was left unchanged)",
+            hint="Pass the storage URL the harness ran with, e.g. sqlite:///runs.db, or a new file.",
+        )
 
     def _check_shape(self, conn: sqlite3.Connection, version: int) -> None:
         """Refuse a `noetic_rows` table whose columns are not those of layout `version`
@@ -221,9 +223,13 @@ class SqliteCheckpointStore:
             )
 
     def _check_known_shape(self, conn: sqlite3.Connection) -> None:
-        """Refuse a `noetic_rows` table of no layout's columns. Read outside a transaction, so
-        another opener may be creating the table meanwhile: which layout it is, is checked
-        again by `_prepare`, under the write lock."""
+        """Refuse another program's database (tables, but no `noetic_rows`:
+        `NOT_A_CHECKPOINT_STORE`) and a `noetic_rows` table of no layout's columns. Read
+        outside a transaction, so another opener may be creating the table meanwhile: which
+        layout it is, is checked again by `_prepare`, under the write lock."""
+        names = {str(name) for (name,) in conn.execute(_NAMED_OBJECTS)}  # one read: one snapshot
+        if names and "noetic_rows" not in names:
+            raise self._not_a_store()
         found = _columns(conn)
         if found and found not in _LAYOUT_COLUMNS.values():
             self._check_shape(conn, self._layout(conn))
@@ -448,6 +454,10 @@ _LAYOUT_COLUMNS = {
     1: (("key", "TEXT"), ("value", "TEXT"), ("crc", "INTEGER")),
     2: (("id", "INTEGER"), ("key", "TEXT"), ("value", "TEXT"), ("crc", "INTEGER")),
 }
+
+
+#: The file's tables, indexes, views and triggers, but SQLite's own.
+_NAMED_OBJECTS = "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite!_%' ESCAPE '!'"
 
 
 def _columns(conn: sqlite3.Connection) -> tuple[tuple[str, str], ...]:
