@@ -256,7 +256,7 @@ class SqliteCheckpointStore:
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         """Check the file's table layout: create it in a new file, migrate layout 1 (one
-        transaction, `_MIGRATE_FROM_1`), refuse a newer one (`CHECKPOINT_SCHEMA_MISMATCH`)."""
+        transaction, `_MIGRATE_FROM_1`, then the WAL checkpointed and truncated), refuse a newer one (`CHECKPOINT_SCHEMA_MISMATCH`)."""
         if self._layout(conn) == LAYOUT_VERSION:
             self._check_shape(conn, LAYOUT_VERSION)
             return
@@ -276,6 +276,10 @@ class SqliteCheckpointStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        if version == 1:
+            # The whole copy is in the WAL, which only a checkpoint empties (the store's page
+            # count does not see it): write it into the file now and cut the WAL back to 0 bytes.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _layout(self, conn: sqlite3.Connection) -> int:
         """The file's table layout (0 for a new file); a newer one than this code reads is refused."""
