@@ -53,3 +53,34 @@ async def test_another_programs_file_is_refused_and_left_as_it_was(
     assert refused.value.code == "NOT_A_CHECKPOINT_STORE"
     assert str(path) in str(refused.value)
     assert shape(path) == before == ("delete", ["users"], user_version)
+
+
+#: `noetic_rows` tables with a layout's columns but no unique key (duplicate keys can be in them).
+NOT_UNIQUE = {
+    1: "CREATE TABLE noetic_rows (key TEXT, value TEXT, crc INTEGER)",
+    2: "CREATE TABLE noetic_rows (id INTEGER, key TEXT, value TEXT, crc INTEGER)",
+}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("read_only", [False, True], ids=["store", "read-only"])
+async def test_a_table_whose_key_is_not_unique_is_corrupt(
+    tmp_path: Path, version: int, read_only: bool
+) -> None:
+    path = tmp_path / "runs.db"
+    conn = sqlite3.connect(path)
+    conn.execute(NOT_UNIQUE[version])
+    conn.execute("INSERT INTO noetic_rows (key, value, crc) VALUES ('k', '1', 1), ('k', '2', 2)")
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.commit()
+    conn.close()
+    before = shape(path)
+    store = SqliteCheckpointStore(str(path), read_only=read_only)
+    try:
+        with pytest.raises(nt.NoeticError) as refused:
+            await store.list_prefix("")
+    finally:
+        await store.aclose()
+    assert refused.value.code == "CHECKPOINT_CORRUPT"
+    assert str(path) in str(refused.value) and "unique" in str(refused.value)
+    assert shape(path) == before

@@ -210,8 +210,8 @@ class SqliteCheckpointStore:
         )
 
     def _check_shape(self, conn: sqlite3.Connection, version: int) -> None:
-        """Refuse a `noetic_rows` table whose columns are not those of layout `version`
-        (`CHECKPOINT_CORRUPT` naming the file): a table of the same name made by something
+        """Refuse a `noetic_rows` table whose columns are not those of layout `version`, or
+        whose key is not unique (`CHECKPOINT_CORRUPT` naming the file): a table of the same name made by something
         else, or a garbled schema, would otherwise fail every write and read nothing."""
         found = _columns(conn)
         expected = _LAYOUT_COLUMNS.get(version, ()) if version else ()
@@ -220,6 +220,12 @@ class SqliteCheckpointStore:
             raise corrupt_file(
                 self.path,
                 f"its noetic_rows table has the columns ({shown}), not those of layout {version or 2}",
+            )
+        if found and not _key_is_unique(conn):
+            raise corrupt_file(
+                self.path,
+                f"its noetic_rows table does not keep its keys unique (layout {version} makes key "
+                f"{'its primary key' if version == 1 else 'a UNIQUE column'})",
             )
 
     def _check_known_shape(self, conn: sqlite3.Connection) -> None:
@@ -231,7 +237,7 @@ class SqliteCheckpointStore:
         if names and "noetic_rows" not in names:
             raise self._not_a_store()
         found = _columns(conn)
-        if found and found not in _LAYOUT_COLUMNS.values():
+        if found and (found not in _LAYOUT_COLUMNS.values() or not _key_is_unique(conn)):
             self._check_shape(conn, self._layout(conn))
 
     def _use_wal(self, conn: sqlite3.Connection) -> None:
@@ -458,6 +464,17 @@ _LAYOUT_COLUMNS = {
     1: (("key", "TEXT"), ("value", "TEXT"), ("crc", "INTEGER")),
     2: (("id", "INTEGER"), ("key", "TEXT"), ("value", "TEXT"), ("crc", "INTEGER")),
 }
+
+
+def _key_is_unique(conn: sqlite3.Connection) -> bool:
+    """Whether a unique, whole-table index of `noetic_rows` is on `key` alone: layout 1's
+    primary key or layout 2's UNIQUE column (every write upserts through it)."""
+    for _, name, unique, _, partial in conn.execute("PRAGMA index_list(noetic_rows)").fetchall():
+        if unique and not partial:
+            columns = [row[2] for row in conn.execute("SELECT * FROM pragma_index_info(?)", (name,))]
+            if columns == ["key"]:
+                return True
+    return False
 
 
 #: The file's tables, indexes, views and triggers, but SQLite's own.
