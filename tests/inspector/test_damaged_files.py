@@ -166,11 +166,15 @@ def test_a_damaged_key_word_lists_its_execution_as_damaged(
     assert "Traceback" not in errors
 
 
-def test_inspect_only_reads_a_file_without_noetics_table(tmp_path: Path, server_with_stderr: Any) -> None:
-    """Another program's SQLite file: a clear JSON error, and the file's bytes, tables and
-    journal mode are as they were (no noetic_rows made, no switch to WAL)."""
+@pytest.mark.parametrize("user_version", [0, 1, 2, 5])
+def test_inspect_only_reads_a_file_without_noetics_table(
+    tmp_path: Path, server_with_stderr: Any, user_version: int
+) -> None:
+    """Another program's SQLite file, whatever its user_version: a clear JSON error, and the
+    file's bytes, tables and journal mode are as they were (no noetic_rows made, no switch to WAL)."""
     path = tmp_path / "users.db"
     damage(path, "CREATE TABLE users (id INTEGER)")
+    damage(path, f"PRAGMA user_version = {user_version}")
     before = path.read_bytes()
     (listed,), errors = fetch(server_with_stderr, path, "/api/executions")
     assert listed.status_code == 500 and listed.json()["error"]["code"] == "NOT_A_CHECKPOINT_STORE"

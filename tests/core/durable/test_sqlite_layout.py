@@ -123,6 +123,27 @@ async def test_a_layout_1_file_is_migrated_with_every_row_its_order_and_its_chec
     await store.aclose()
 
 
+def wal_size(path: Path) -> int:
+    """The size of the database's -wal file (0 when there is none)."""
+    wal = Path(f"{path}-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+async def test_a_migration_leaves_no_wal_the_size_of_the_copy(tmp_path: Path) -> None:
+    """The migration's copy is checkpointed into the file and the WAL truncated when it commits,
+    not left in a -wal beside the database for as long as the store stays open."""
+    path = tmp_path / "v1.db"
+    layout_1_file(path, rows_of(2000, size=2000))
+    store = SqliteCheckpointStore(str(path))
+    try:
+        for i in range(5):
+            await store.write({f"n{i}": '"1"'})
+        assert layout(path)[0] == 2
+        assert wal_size(path) < path.stat().st_size // 20
+    finally:
+        await store.aclose()
+
+
 async def test_an_execution_recorded_in_a_layout_1_file_resumes(tmp_path: Path) -> None:
     path = tmp_path / "run.db"
     crash = {"fail": True}

@@ -38,9 +38,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from noetic.custom_items import CustomItem
 from noetic.durable.items import Declarations, ItemsRecord, items_json, load_items
@@ -82,6 +82,11 @@ _ZERO = Decimal(0)
 #: No one step costs this much (USD): a larger recorded cost is a forged or damaged row, which
 #: would otherwise overflow `ctx.cost` to infinity and switch cost ceilings off.
 MAX_STEP_COST = Decimal(10) ** 9
+#: No one step uses this many tokens: a larger recorded count is a forged or damaged row (an
+#: int of thousands of digits would otherwise be summed into the turn's usage).
+MAX_STEP_TOKENS = 2**63
+#: A token count as a ledger row may hold it.
+_Tokens = Annotated[int, Field(ge=0, lt=MAX_STEP_TOKENS)]
 
 
 def ledger_prefix(execution_id: str) -> str:
@@ -164,7 +169,7 @@ class LedgerEntry(BaseModel):
     output: Any = None
     completed_at: str
     cost: Decimal
-    usage: tuple[NonNegativeInt, NonNegativeInt, NonNegativeInt | None]
+    usage: tuple[_Tokens, _Tokens, _Tokens | None]
     meta: dict[str, Any] | None = None
     items: ItemsRecord
 
@@ -610,8 +615,8 @@ def _recover(key: str, raw: Any, execution_id: str, declarations: Declarations) 
 
 
 def _check_meta(meta: StepMeta) -> None:
-    """Refuse what this code never writes in a step's meta (RS-21): a negative token count, a
-    negative cost (a non-finite one never parses)."""
+    """Refuse what this code never writes in a step's meta (RS-21): a token count that is
+    negative or not below `MAX_STEP_TOKENS`, a negative cost (a non-finite one never parses)."""
     usage = meta.usage
     if usage is not None:
         counts = (
@@ -621,8 +626,8 @@ def _check_meta(meta: StepMeta) -> None:
             usage.cache_write_tokens,
             usage.reasoning_tokens,
         )
-        if any(count is not None and count < 0 for count in counts):
-            raise ValueError("meta.usage: a token count is negative")
+        if any(count is not None and not 0 <= count < MAX_STEP_TOKENS for count in counts):
+            raise ValueError(f"meta.usage: a token count is not from 0 up to {MAX_STEP_TOKENS}")
     for cost in (meta.cost, meta.billed_cost):
         if cost is not None and cost < 0:
             raise ValueError("meta: a cost is negative")

@@ -225,7 +225,18 @@ class Recorder:
 
 #: How much of an input a log line shows: a few levels and items of it, never all of it (the
 #: full repr of a 200,000-element input is a megabyte, and of a 5,000-deep one a RecursionError).
-_INPUT_REPR = reprlib.Repr()  # keyword arguments to Repr() need Python 3.12
+class _InputRepr(reprlib.Repr):
+    """`reprlib.Repr` that also shows an int too long for Python to write in decimal."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        """`repr(x)`, or its length in bits when it has too many digits to be converted."""
+        try:
+            return super().repr_int(x, level)
+        except ValueError:  # more digits than sys.get_int_max_str_digits()
+            return f"<int of {x.bit_length()} bits>"
+
+
+_INPUT_REPR = _InputRepr()  # keyword arguments to Repr() need Python 3.12
 _INPUT_REPR.maxlevel = 3
 _INPUT_REPR.maxstring = _INPUT_REPR.maxother = 80
 _SHOWN_LENGTH = 300

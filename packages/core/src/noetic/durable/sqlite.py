@@ -192,24 +192,26 @@ class SqliteCheckpointStore:
             uri, uri=True, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
         )
         try:
-            version = self._layout(conn)
-            if version == 0 and not _columns(conn):
-                raise NoeticConfigError(
-                    "NOT_A_CHECKPOINT_STORE",
-                    f"{self.path!r} is a SQLite file without Noetic's table noetic_rows: it is not "
-                    "a checkpoint store (it was left unchanged)",
-                    hint="Pass the storage URL the harness ran with, e.g. sqlite:///runs.db.",
-                )
-            self._check_shape(conn, version)
+            if not _columns(conn):  # whatever its user_version: another program's or an empty file
+                raise self._not_a_store()
+            self._check_shape(conn, self._layout(conn))
         except BaseException:
             conn.close()
             raise
         self._conn = conn
         return conn
 
+    def _not_a_store(self) -> NoeticConfigError:
+        return NoeticConfigError(
+            "NOT_A_CHECKPOINT_STORE",
+            f"{self.path!r} is a SQLite file without Noetic's table noetic_rows: it is not "
+            "a checkpoint store (it was left unchanged)",
+            hint="Pass the storage URL the harness ran with, e.g. sqlite:///runs.db, or a new file.",
+        )
+
     def _check_shape(self, conn: sqlite3.Connection, version: int) -> None:
-        """Refuse a `noetic_rows` table whose columns are not those of layout `version`
-        (`CHECKPOINT_CORRUPT` naming the file): a table of the same name made by something
+        """Refuse a `noetic_rows` table whose columns are not those of layout `version`, or
+        whose key is not unique (`CHECKPOINT_CORRUPT` naming the file): a table of the same name made by something
         else, or a garbled schema, would otherwise fail every write and read nothing."""
         found = _columns(conn)
         expected = _LAYOUT_COLUMNS.get(version, ()) if version else ()
@@ -219,13 +221,23 @@ class SqliteCheckpointStore:
                 self.path,
                 f"its noetic_rows table has the columns ({shown}), not those of layout {version or 2}",
             )
+        if found and not _key_is_unique(conn):
+            raise corrupt_file(
+                self.path,
+                f"its noetic_rows table does not keep its keys unique (layout {version} makes key "
+                f"{'its primary key' if version == 1 else 'a UNIQUE column'})",
+            )
 
     def _check_known_shape(self, conn: sqlite3.Connection) -> None:
-        """Refuse a `noetic_rows` table of no layout's columns. Read outside a transaction, so
-        another opener may be creating the table meanwhile: which layout it is, is checked
-        again by `_prepare`, under the write lock."""
+        """Refuse another program's database (tables, but no `noetic_rows`:
+        `NOT_A_CHECKPOINT_STORE`) and a `noetic_rows` table of no layout's columns. Read
+        outside a transaction, so another opener may be creating the table meanwhile: which
+        layout it is, is checked again by `_prepare`, under the write lock."""
+        names = {str(name) for (name,) in conn.execute(_NAMED_OBJECTS)}  # one read: one snapshot
+        if names and "noetic_rows" not in names:
+            raise self._not_a_store()
         found = _columns(conn)
-        if found and found not in _LAYOUT_COLUMNS.values():
+        if found and (found not in _LAYOUT_COLUMNS.values() or not _key_is_unique(conn)):
             self._check_shape(conn, self._layout(conn))
 
     def _use_wal(self, conn: sqlite3.Connection) -> None:
@@ -250,7 +262,7 @@ class SqliteCheckpointStore:
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         """Check the file's table layout: create it in a new file, migrate layout 1 (one
-        transaction, `_MIGRATE_FROM_1`), refuse a newer one (`CHECKPOINT_SCHEMA_MISMATCH`)."""
+        transaction, `_MIGRATE_FROM_1`, then the WAL checkpointed and truncated), refuse a newer one (`CHECKPOINT_SCHEMA_MISMATCH`)."""
         if self._layout(conn) == LAYOUT_VERSION:
             self._check_shape(conn, LAYOUT_VERSION)
             return
@@ -270,6 +282,10 @@ class SqliteCheckpointStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        if version == 1:
+            # The whole copy is in the WAL, which only a checkpoint empties (the store's page
+            # count does not see it): write it into the file now and cut the WAL back to 0 bytes.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _layout(self, conn: sqlite3.Connection) -> int:
         """The file's table layout (0 for a new file); a newer one than this code reads is refused."""
@@ -448,6 +464,21 @@ _LAYOUT_COLUMNS = {
     1: (("key", "TEXT"), ("value", "TEXT"), ("crc", "INTEGER")),
     2: (("id", "INTEGER"), ("key", "TEXT"), ("value", "TEXT"), ("crc", "INTEGER")),
 }
+
+
+def _key_is_unique(conn: sqlite3.Connection) -> bool:
+    """Whether a unique, whole-table index of `noetic_rows` is on `key` alone: layout 1's
+    primary key or layout 2's UNIQUE column (every write upserts through it)."""
+    for _, name, unique, _, partial in conn.execute("PRAGMA index_list(noetic_rows)").fetchall():
+        if unique and not partial:
+            columns = [row[2] for row in conn.execute("SELECT * FROM pragma_index_info(?)", (name,))]
+            if columns == ["key"]:
+                return True
+    return False
+
+
+#: The file's tables, indexes, views and triggers, but SQLite's own.
+_NAMED_OBJECTS = "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite!_%' ESCAPE '!'"
 
 
 def _columns(conn: sqlite3.Connection) -> tuple[tuple[str, str], ...]:
