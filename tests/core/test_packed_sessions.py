@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -444,11 +445,31 @@ async def test_an_output_that_does_not_read_back_leaves_the_session_unpacked() -
         assert _texts(model.calls[-1].items) == ["hello", "hello", "again"]
 
 
-async def test_an_item_that_does_not_read_back_leaves_the_session_unpacked() -> None:
+def _extension_item() -> Any:
     from noetic.items import ExtensionItem
 
+    return ExtensionItem(type="acme:verdict", data={}, verdict=Rejected("no", 403))
+
+
+def _message_with_extra_field() -> Any:
+    from noetic.items import MessageItem
+
+    return MessageItem(role="assistant", content="noted", verdict=Rejected("no", 403))
+
+
+@pytest.mark.parametrize(
+    ("make_item", "texts"),
+    [
+        (_extension_item, ["hello", "hello", "again"]),
+        (_message_with_extra_field, ["hello", "hello", "noted", "again"]),
+    ],
+    ids=["extension item", "built-in item with an extra field"],
+)
+async def test_an_item_that_does_not_read_back_leaves_the_session_unpacked(
+    make_item: Callable[[], Any], texts: list[str]
+) -> None:
     def note(text: str, ctx: nt.Context) -> str:
-        ctx.item_log.append(ExtensionItem(type="acme:verdict", data={}, verdict=Rejected("no", 403)))
+        ctx.item_log.append(make_item())
         return text
 
     model = ScriptedModel.echo()
@@ -458,7 +479,7 @@ async def test_an_item_that_does_not_read_back_leaves_the_session_unpacked() -> 
         await h.run("other", thread_id="b")
         assert "a" not in _packed(h)
         await h.run("again", thread_id="a")
-        assert _texts(model.calls[-1].items) == ["hello", "hello", "again"]
+        assert _texts(model.calls[-1].items) == texts
 
 
 async def test_a_session_that_fails_to_read_back_stays_packed_and_says_so() -> None:
@@ -529,20 +550,3 @@ async def test_a_thread_with_a_custom_item_stays_unpacked_and_its_item_recognise
         assert again is not None
         (item,) = [item for item in again.items if item.type == "files:progress"]
         assert nt.is_custom_item(item, PROGRESS) and item.output == Progress(done=2)
-
-
-async def test_a_built_in_item_whose_extra_field_does_not_read_back_leaves_the_session_unpacked() -> None:
-    from noetic.items import MessageItem
-
-    def note(text: str, ctx: nt.Context) -> str:
-        ctx.item_log.append(MessageItem(role="assistant", content="noted", verdict=Rejected("no", 403)))
-        return text
-
-    model = ScriptedModel.echo()
-    graph = nt.sequence("c", [nt.call_model("answer"), nt.run_code("note", note)])
-    async with nt.AgentHarness("t", agent_graph=graph, model=model, hot_sessions=0) as h:
-        await h.run("hello", thread_id="a")
-        await h.run("other", thread_id="b")
-        assert "a" not in _packed(h)
-        await h.run("again", thread_id="a")
-        assert _texts(model.calls[-1].items) == ["hello", "hello", "noted", "again"]

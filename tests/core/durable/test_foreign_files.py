@@ -36,6 +36,17 @@ def shape(path: Path) -> tuple[str, list[str], int]:
     return str(mode), names, int(version)
 
 
+async def refusal(path: Path, read_only: bool) -> nt.NoeticError:
+    """The error a store opened on `path` raises at its first call (and it is closed)."""
+    store = SqliteCheckpointStore(str(path), read_only=read_only)
+    try:
+        with pytest.raises(nt.NoeticError) as refused:
+            await store.list_prefix("")
+    finally:
+        await store.aclose()
+    return refused.value
+
+
 @pytest.mark.parametrize("user_version", [0, 1, 2, 7])
 @pytest.mark.parametrize("read_only", [False, True], ids=["store", "read-only"])
 async def test_another_programs_file_is_refused_and_left_as_it_was(
@@ -44,14 +55,9 @@ async def test_another_programs_file_is_refused_and_left_as_it_was(
     path = tmp_path / "app.db"
     foreign_file(path, user_version)
     before = shape(path)
-    store = SqliteCheckpointStore(str(path), read_only=read_only)
-    try:
-        with pytest.raises(nt.NoeticError) as refused:
-            await store.list_prefix("")
-    finally:
-        await store.aclose()
-    assert refused.value.code == "NOT_A_CHECKPOINT_STORE"
-    assert str(path) in str(refused.value)
+    refused = await refusal(path, read_only)
+    assert refused.code == "NOT_A_CHECKPOINT_STORE"
+    assert str(path) in str(refused)
     assert shape(path) == before == ("delete", ["users"], user_version)
 
 
@@ -75,12 +81,7 @@ async def test_a_table_whose_key_is_not_unique_is_corrupt(
     conn.commit()
     conn.close()
     before = shape(path)
-    store = SqliteCheckpointStore(str(path), read_only=read_only)
-    try:
-        with pytest.raises(nt.NoeticError) as refused:
-            await store.list_prefix("")
-    finally:
-        await store.aclose()
-    assert refused.value.code == "CHECKPOINT_CORRUPT"
-    assert str(path) in str(refused.value) and "unique" in str(refused.value)
+    refused = await refusal(path, read_only)
+    assert refused.code == "CHECKPOINT_CORRUPT"
+    assert str(path) in str(refused) and "unique" in str(refused)
     assert shape(path) == before
