@@ -18,7 +18,7 @@ from noetic.layers.usage import LazyUsage
 from noetic.model import ModelRequest
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 from noetic.usage_reports import LastLayerUsage
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
 pytestmark = pytest.mark.anyio
 
@@ -87,7 +87,8 @@ async def test_a_packed_session_holds_its_history_as_bytes_only() -> None:
         assert packed.usage_shared == ("scripted:echo", None, ())
         reachable = [obj for obj in gc.get_referents(packed) if obj is not packed.usage_shared]
         assert any(isinstance(obj, bytes) for obj in reachable)
-        assert not any(isinstance(obj, tuple | list) for obj in reachable)
+        assert not any(isinstance(obj, list | BaseModel) for obj in reachable)
+        assert packed._classes == ()  # built-in items only: the tuple form, naming no class
 
 
 async def test_a_session_that_cannot_be_pickled_stays_unpacked() -> None:
@@ -550,3 +551,45 @@ async def test_a_thread_with_a_custom_item_stays_unpacked_and_its_item_recognise
         assert again is not None
         (item,) = [item for item in again.items if item.type == "files:progress"]
         assert nt.is_custom_item(item, PROGRESS) and item.output == Progress(done=2)
+
+
+class Verdict(BaseModel):
+    """A structured output (module level: pickle would find it)."""
+
+    ok: bool
+    notes: list[str] = []
+
+
+class Sealed(Verdict):
+    """A structured output with a private attribute set: `noetic.packed_form` leaves it to pickle."""
+
+    _reviewer: str = PrivateAttr(default="")
+
+
+def _sealed(text: str) -> Sealed:
+    sealed = Sealed(ok=True)
+    sealed._reviewer = f"reviewed {text}"
+    return sealed
+
+
+@pytest.mark.parametrize(
+    ("output", "classes"),
+    [
+        (lambda text: Verdict(ok=True, notes=[text]), (Verdict,)),
+        (_sealed, None),  # pickled: None
+    ],
+    ids=["encoded", "pickled"],
+)
+async def test_a_structured_output_packs_and_reads_back_equal_either_way(
+    output: Callable[[str], BaseModel], classes: tuple[type, ...] | None
+) -> None:
+    graph = nt.sequence("c", [nt.call_model("answer"), nt.run_code("judge", output)])
+    async with nt.AgentHarness("t", agent_graph=graph, model=ScriptedModel.echo(), hot_sessions=0) as h:
+        first = await h.run("hello", thread_id="a")
+        session = h._sessions._live["a"]
+        assert session.packed is not None and session.packed._classes == classes
+        again = await h.get_agent_response(thread_id="a")
+        assert again is not None and again.output == first.output and again.output is not first.output
+        assert type(again.output) is type(first.output)
+        assert again.output.__pydantic_private__ == first.output.__pydantic_private__
+        assert again.items == first.items and again.items[0] is session.log.items[0]

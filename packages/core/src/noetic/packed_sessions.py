@@ -12,23 +12,26 @@ on its first read or append (any turn of the thread, a storage write, a reader o
 flags, and its log stays the same `ItemLog` object, so streams, layers, eviction and storage
 see nothing of it.
 
-Why pickle: it is the standard library's one encoder that gives back the built-in items
-exactly — pydantic models with the fields they set, provider data, the items the log and the
-response share — without validating them again, and at a few microseconds per item. The bytes never leave the process: they are made here from the session's own objects and
-read back only by it, never stored or received. A session whose items or response cannot be
-pickled (a class defined inside a function, an open file as output) simply stays unpacked.
-Read back, the items and the response are equal copies of the originals, not the same objects.
+How: most sessions hold only built-in items (messages, tool calls and outputs, reasoning) and a
+response of plain values, which `noetic.packed_form` copies into nested tuples of the same
+strings and numbers — a few microseconds, and nothing the collector keeps walking. Anything that
+form does not give back exactly (an enum, a date, a model with its own pickling) is pickled
+instead: pickle is the standard library's one encoder that gives back pydantic models with the
+fields they set without validating them again. Either form never leaves the process: it is
+made here from the session's own objects and read back only by it, never stored or received.
+A session whose items or response cannot be pickled either (a class defined inside a
+function, an open file as output) simply stays unpacked. Read back, the items and the response
+are equal copies of the originals, not the same objects.
 
 Pickle gives back exactly only what it knows how to rebuild: an object with its own
 `__reduce__` may come back as something else, an exception loses its `__cause__`, an exception
 class whose `__init__` takes other arguments than it passes on does not come back at all, and a
 custom item comes back with a copy of its declaration (so `is_custom_item` no longer knows it).
-So only a session holding nothing else is packed: built-in items (messages, tool calls and
-outputs, reasoning) whose extra fields are plain data, and an output that is plain data —
-strings, numbers, lists and dicts of them, pydantic models of them. Any other session (a custom
-item, an exception or an arbitrary object as output) stays unpacked. Should reading back fail
-all the same, the session stays packed — nothing is dropped — and the read raises
-`SESSION_UNPACK_FAILED`.
+So a session that needs pickle is packed only when it holds nothing else: built-in items whose
+extra fields are plain data, and an output that is plain data — strings, numbers, lists and
+dicts of them, pydantic models of them. Any other session (a custom item, an exception or an
+arbitrary object as output) stays unpacked. Should reading back fail all the same, the session
+stays packed — nothing is dropped — and the read raises `SESSION_UNPACK_FAILED`.
 """
 
 from __future__ import annotations
@@ -39,27 +42,43 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from noetic.errors import NoeticError
+from noetic.harness import HarnessResponse
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, MessageItem, ReasoningItem
 from noetic.layers.usage import LazyUsage
+from noetic.packed_form import Encoded, Unencodable, decode, encode, pickles_as_a_model
 
 if TYPE_CHECKING:
-    from noetic.harness import HarnessResponse, _Session
+    from noetic.harness import _Session
     from noetic.items import Item, ItemLog
 
 __all__ = ["PackedSession", "pack"]
 
+#: What a packed session holds, encoded: its items, its response's fields (None: no response)
+#: and its layer usage's own figures.
+_Parts = tuple[tuple["Item", ...], "dict[str, Any] | None", tuple[Any, ...]]
+
 
 class PackedSession:
-    """A packed session's items and last response as bytes (`count` items); `unpack` (called
+    """A packed session's items and last response (`count` items), encoded; `unpack` (called
     by the log's first read) hands the response back to the session and returns the items.
     `usage_measure` and `usage_shared` are what the response's unread layer usage keeps besides
     its own figures (None when it has none): references to what the harness holds anyway."""
 
-    __slots__ = ("_data", "_session", "count", "log", "usage_measure", "usage_shared")
+    __slots__ = ("_classes", "_data", "_session", "count", "log", "usage_measure", "usage_shared")
 
-    def __init__(self, session: _Session, data: bytes, count: int, usage: LazyUsage | None):
+    def __init__(
+        self,
+        session: _Session,
+        data: bytes,
+        classes: tuple[type, ...] | None,
+        count: int,
+        usage: LazyUsage | None,
+    ):
         self._session: _Session | None = session
+        #: The parts as `noetic.packed_form` encodes them, or pickled (`_classes` None).
         self._data = data
+        #: The classes `noetic.packed_form` names beside its bytes; None when pickled.
+        self._classes = classes
         self.count = count
         # two references rather than a LazyUsage object of its own per packed session
         self.usage_measure = None if usage is None else usage.measure
@@ -71,8 +90,10 @@ class PackedSession:
         """Decode the items and give the session its response back (once)."""
         session = self._session
         assert session is not None  # a log unpacks once
+        data, classes = self._data, self._classes
         try:
-            items, response, usage_own = pickle.loads(self._data)
+            parts: _Parts = pickle.loads(data) if classes is None else decode((data, classes))
+            items, fields, usage_own = parts
         except Exception as exc:  # an object's own reduction raises what it likes
             raise NoeticError(
                 "SESSION_UNPACK_FAILED",
@@ -81,48 +102,64 @@ class PackedSession:
                 thread_id=session.thread_id,
             ) from exc
         self._session = None
-        if self.usage_measure is not None and self.usage_shared is not None:
-            cls, fields = response
-            usage = LazyUsage(self.usage_measure, self.usage_shared, usage_own)
-            response = cls(**fields, _layer_usage=usage)
+        response = None
+        if fields is not None:
+            if self.usage_measure is not None and self.usage_shared is not None:
+                fields["_layer_usage"] = LazyUsage(self.usage_measure, self.usage_shared, usage_own)
+            response = HarnessResponse(**fields)
         session.packed = None
         session._last_response = response
         return list(items)
 
 
 def pack(session: _Session) -> bool:
-    """Pack an idle session's log and last response (SE-5); False when they cannot be
-    pickled (the session is left as it was) or it is packed already."""
+    """Pack an idle session's log and last response (SE-5); False when they can be neither
+    encoded nor pickled (the session is left as it was) or it is packed already."""
     if session.packed is not None:
         return False
     log = session.log
     items = tuple(log.items)
-    response: Any = session._last_response
-    usage = None if response is None else response._layer_usage
-    usage_own: tuple[Any, ...] = ()
+    response: HarnessResponse[Any] | None = session._last_response
     try:
-        if isinstance(usage, LazyUsage):  # its own figures go with the items, the rest stays
-            usage = usage.settled()
-            usage_own = usage.own
-            response = _fields_without_usage(response)
-        else:
-            usage = None
-        data = pickle.dumps((items, response, usage_own), protocol=pickle.HIGHEST_PROTOCOL)
-        if not _packable(items, session._last_response):
-            return False
+        usage, fields = _response_parts(response)
+        parts: _Parts = (items, fields, () if usage is None else usage.own)
+        encoded = _encoded(parts)
+        if encoded is not None:
+            data, classes = encoded
+        else:  # something `noetic.packed_form` does not give back exactly
+            data, classes = pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL), None
+            if not _packable(items, response):
+                return False
     except Exception:  # noqa: BLE001 - pickle raises whatever an object's own reduction raises,
         return False  # settling a layer's figures whatever they hold: the session stays unpacked
-    packed = PackedSession(session, data, len(items), usage)
+    packed = PackedSession(session, data, classes, len(items), usage)
     session._last_response = None
     session.packed = packed
     log.pack(packed)
     return True
 
 
-def _fields_without_usage(response: HarnessResponse[Any]) -> tuple[type, dict[str, Any]]:
-    """The response's class and the fields it is made from, but its layer usage."""
-    cls = type(response)
-    return cls, {name: getattr(response, name) for name in cls._init_fields if name != "_layer_usage"}
+def _response_parts(response: HarnessResponse[Any] | None) -> tuple[LazyUsage | None, dict[str, Any] | None]:
+    """The response's unread layer usage, settled (None when it has none), and the fields it is
+    made from but that usage (None: no response)."""
+    if response is None:
+        return None, None
+    usage = response._layer_usage
+    names = HarnessResponse._init_fields
+    if isinstance(usage, LazyUsage):  # its own figures go with the items, the rest stays
+        return usage.settled(), {name: getattr(response, name) for name in names if name != "_layer_usage"}
+    return None, {name: getattr(response, name) for name in names}
+
+
+def _encoded(parts: _Parts) -> Encoded | None:
+    """`parts` as `noetic.packed_form` encodes them, or None when it would not give them back
+    exactly (custom items, which pickle does not give back either, are left to `_packable`)."""
+    if any(type(item) not in _BUILT_IN_ITEMS for item in parts[0]):
+        return None
+    try:
+        return encode(parts)
+    except Unencodable:
+        return None
 
 
 #: The item types pickle gives back exactly when their extra fields are plain data (see the module docstring).
@@ -148,28 +185,6 @@ def _foreign(item: Item) -> bool:
     return not all(_plain(part.__pydantic_extra__ or {}) for part in parts)
 
 
-#: The methods by which a class may change what pickle makes of it.
-_PICKLE_HOOKS = (
-    "__reduce__",
-    "__reduce_ex__",
-    "__getstate__",
-    "__setstate__",
-    "__getnewargs_ex__",
-    "__getnewargs__",
-)
-
-
-def _pickles_as_a_model(kind: type) -> bool:
-    """Whether pickle gives an instance of the pydantic model class `kind` back as one: it
-    uses pydantic's own pickling (no class of its own overrides a pickle hook — a model whose
-    `__reduce__` returns a string comes back as that string)."""
-    for hook in _PICKLE_HOOKS:
-        owner = next((cls for cls in kind.__mro__ if hook in cls.__dict__), None)
-        if owner is not None and owner is not BaseModel and owner is not object:
-            return False
-    return True
-
-
 def _plain(value: Any) -> bool:
     """True for strings, numbers, booleans, None, and lists, tuples, string-keyed dicts and
     pydantic models of them (at most `_PLAIN_NODES` values): what pickle gives back as it was."""
@@ -188,7 +203,7 @@ def _plain(value: Any) -> bool:
             if not all(type(key) is str for key in current):
                 return False
             stack.extend(current.values())
-        elif isinstance(current, BaseModel) and _pickles_as_a_model(kind):
+        elif isinstance(current, BaseModel) and pickles_as_a_model(kind):
             stack.extend(current.__dict__.values())
             stack.extend((current.__pydantic_extra__ or {}).values())
             stack.extend((current.__pydantic_private__ or {}).values())
