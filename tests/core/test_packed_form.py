@@ -6,7 +6,7 @@ import datetime
 import enum
 import marshal
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import given, settings
@@ -55,6 +55,13 @@ class Pair(FrozenRecord):
         set_field(self, "right", right)
 
 
+class Span(NamedTuple):
+    """A named tuple (as noetic's own figures are)."""
+
+    start: int
+    label: str | None = None
+
+
 def _shape(value: Any) -> Any:
     """What equality does not check: every value's exact type, and each model's fields set and
     extra fields, all the way down."""
@@ -68,7 +75,7 @@ def _shape(value: Any) -> Any:
         )
     if isinstance(value, Record):
         return (kind, [_shape(getattr(value, name)) for name in kind._init_fields])
-    if kind in (list, tuple):
+    if isinstance(value, list | tuple):
         return (kind, [_shape(v) for v in value])
     if kind is dict:
         return (kind, {name: _shape(v) for name, v in value.items()})
@@ -138,6 +145,7 @@ _values = st.recursive(
         st.lists(inner, max_size=4).map(tuple),
         st.dictionaries(_texts, inner, max_size=4),
         st.builds(Pair, inner, inner),
+        st.builds(Span, st.integers(), st.none() | _texts),
     ),
     max_leaves=20,
 )
@@ -186,6 +194,16 @@ def test_a_model_comes_back_without_being_validated_again() -> None:
     built = Point.model_construct(x="not an int", label=5)  # what validation would refuse
     back = decode(encode(built))
     assert back.x == "not an int" and back.label == 5 and back.model_fields_set == {"x", "label"}
+
+
+def test_a_named_tuple_comes_back_as_one_of_its_class() -> None:
+    back = _round_trip([Span(3, "x"), (Span(4),)])
+    assert back == [Span(3, "x"), (Span(4),)] and back[0].label == "x"
+
+
+class _ReducingSpan(Span):
+    def __reduce__(self) -> Any:
+        return (str, ("NOT A SPAN",))
 
 
 def test_a_record_whose_fields_hold_models_comes_back_equal() -> None:
@@ -251,6 +269,7 @@ def _nested(depth: int) -> list[Any]:
         {1: "int key"},
         {"k": Colour.RED},
         _Reducing(),
+        _ReducingSpan(1),
         _StatedChild(),
         _Private(),
         _self_containing(),

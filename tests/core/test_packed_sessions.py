@@ -324,6 +324,7 @@ async def test_a_packed_threads_layer_usage_reads_back_equal(layers: list[Any]) 
         await h.run("add 2 and 3", thread_id="a")  # a second turn: the history is longer than the turn
         first = await h.run("and again", thread_id="a")
         assert _packed(h) == {"a"}
+        assert h._sessions._live["a"].packed._classes is not None  # not pickled: the tuple form
         await h.run("add 2 and 3", thread_id="b")  # another thread's layer outputs beside a's
         again = await h.get_agent_response(thread_id="a")
         assert _packed(h) == {"b"}
@@ -340,6 +341,7 @@ async def test_a_layer_usage_read_before_packing_reads_back_equal() -> None:
         usage = first.last_layer_usage  # measured now, before a is packed
         await h.run("add 2 and 3", thread_id="b")
         assert _packed(h) == {"a"}
+        assert h._sessions._live["a"].packed._classes is not None  # the snapshot in the tuple form
         again = await h.get_agent_response(thread_id="a")
         assert _dumped(again.last_layer_usage) == _dumped(usage)
 

@@ -56,6 +56,7 @@ _LIST = 2  # (_LIST, values)
 _DICT = 3  # (_DICT, names, values)
 _MODEL = 4  # (_MODEL, class number, fields set, extra, names, values)
 _RECORD = 5  # (_RECORD, class number, values of its fields in order)
+_NAMED_TUPLE = 6  # (_NAMED_TUPLE, class number, values)
 # where `values` is a tuple whose items are plain values or nodes
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -148,6 +149,8 @@ class _Encoder:
             if not pickles_as_a_model(kind):
                 raise Unencodable(f"a {kind.__qualname__} model with its own pickling")
             node = self._model(value, self._number(kind), depth)
+        elif isinstance(value, tuple) and _is_a_named_tuple(kind) and not getattr(value, "__dict__", None):
+            node = (_NAMED_TUPLE, self._number(kind), self._values(value, depth))
         elif isinstance(value, Record) and _rebuilt_from_its_fields(kind):
             fields = [getattr(value, name) for name in kind._init_fields]
             node = (_RECORD, self._number(kind), self._values(fields, depth))
@@ -232,6 +235,8 @@ class _Decoder:
             value = list(self._values(node[1]))
         elif tag == _DICT:
             value = self._dict(node)
+        elif tag == _NAMED_TUPLE:  # as pickle makes one: its class's tuple of these values
+            value = tuple.__new__(self.classes[node[1]], self._values(node[2]))
         elif tag == _RECORD:
             kind = self.classes[node[1]]
             value = kind(**dict(zip(kind._init_fields, self._values(node[2]), strict=True)))
@@ -261,6 +266,16 @@ _PICKLE_HOOKS = (
     "__getnewargs_ex__",
     "__getnewargs__",
 )
+
+
+def _is_a_named_tuple(kind: type) -> bool:
+    """Whether the tuple subclass `kind` is a named tuple's (pickled as its class's tuple)."""
+    return isinstance(getattr(kind, "_fields", None), tuple) and not any(
+        hook in cls.__dict__
+        for cls in kind.__mro__[:-2]
+        for hook in _PICKLE_HOOKS
+        if hook != "__getnewargs__"
+    )
 
 
 def _rebuilt_from_its_fields(kind: Any) -> bool:
