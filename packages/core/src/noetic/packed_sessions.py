@@ -13,15 +13,17 @@ flags, and its log stays the same `ItemLog` object, so streams, layers, eviction
 see nothing of it.
 
 How: most sessions hold only built-in items (messages, tool calls and outputs, reasoning) and a
-response of plain values, which `noetic.packed_form` copies into nested tuples of the same
-strings and numbers — a few microseconds, and nothing the collector keeps walking. Anything that
-form does not give back exactly (an enum, a date, a model with its own pickling) is pickled
-instead: pickle is the standard library's one encoder that gives back pydantic models with the
-fields they set without validating them again. Either form never leaves the process: it is
-made here from the session's own objects and read back only by it, never stored or received.
-A session whose items or response cannot be pickled either (a class defined inside a
-function, an open file as output) simply stays unpacked. Read back, the items and the response
-are equal copies of the originals, not the same objects.
+response of plain values, which `noetic.packed_form` copies into nested tuples of their strings
+and numbers, marshalled into bytes: checking and encoding at once, in about 40 % fewer
+instructions than pickling them and checking that they would come back. What that form refuses
+is pickled instead, behind the check below (of what pickle accepts, only models with private
+attributes and values nested deeper than it goes): pickle is the standard library's one
+encoder that gives back pydantic models with the fields they set without validating them
+again. Either form never leaves the process: it is made here from the session's own objects and
+read back only by it, never stored or received. A session whose items or response can be
+neither encoded nor pickled (an instance of a class defined inside a function, an open file as
+output) simply stays unpacked. Read back, the items and the response are equal copies of the
+originals, not the same objects.
 
 Pickle gives back exactly only what it knows how to rebuild: an object with its own
 `__reduce__` may come back as something else, an exception loses its `__cause__`, an exception
