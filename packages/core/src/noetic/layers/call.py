@@ -40,7 +40,6 @@ from noetic.layers.frame import (
     report,
     run_hook,
     run_hooks,
-    slot_of,
 )
 from noetic.layers.overflow import summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
@@ -159,7 +158,7 @@ class LayeredCall:
         call = cls(frame, ctx, memory, projection, query, system_tokens, model)
         entries = frame.active()
         call._budgets = memory.budgets([e.layer for e in entries], projection, system_tokens)
-        call._outputs = await call._recall(entries, call._budgets)
+        call._outputs = await call._recall(frame.with_hook("recall"), call._budgets)
         await frame.flush()
         await call._band(instructions, entries)
         return call
@@ -205,20 +204,20 @@ class LayeredCall:
         for entry in entries:
             self._memory.recalls.invalidate(entry.cache_key)  # eventual layers render afresh
         outputs = {o.layer_id: o for o in self._outputs if o.layer_id not in layer_ids}
-        outputs.update((o.layer_id, o) for o in await self._recall(entries, self._budgets))
+        recallers = [e for e in self.frame.with_hook("recall") if e.id in layer_ids]
+        outputs.update((o.layer_id, o) for o in await self._recall(recallers, self._budgets))
         await self.frame.flush()
         self._outputs = [outputs[e.id] for e in self.frame.with_hook("recall") if e.id in outputs]
         await self._band(self._instructions, active)
 
-    async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
-        ordered = sorted(entries, key=slot_of)  # stable: ties keep array order
+    async def _recall(self, recallers: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
+        """The outputs of `recallers` (active entries defining `recall`, slot ascending,
+        `LayerFrame.with_hook`), in that order (LY-3)."""
         cache = self._memory.recalls
         found: dict[str, LayerOutput] = {}
         called: list[LayerEntry] = []
         eventual: set[str] = set()
-        for entry in ordered:
-            if entry.hooks.get("recall") is None:
-                continue
+        for entry in recallers:
             if getattr(entry.layer, "recall_mode", "atomic") == "eventual":
                 eventual.add(entry.id)
                 cached = cache.get(entry.cache_key)
@@ -254,11 +253,11 @@ class LayeredCall:
         await run_hooks(
             called,
             "recall",
-            lambda entry: (LayerContext(entry, ctx, query=query), budgets.get(entry.id, 0)),
+            lambda entry: (LayerContext(entry, ctx, query), budgets.get(entry.id, 0)),
             recalled,
             failed,
         )
-        return [found[e.id] for e in ordered if e.id in found]
+        return [found[e.id] for e in recallers if e.id in found]
 
     async def _render_delta(
         self, layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...], budget: float
@@ -372,7 +371,7 @@ class LayeredCall:
 
         def args(entry: LayerEntry) -> tuple[Any, ...]:
             snapshot = detached(entry.state)
-            return LayerContext(entry, self.ctx, query=self.query, snapshot=snapshot), result
+            return LayerContext(entry, self.ctx, self.query, snapshot), result
 
         def stored(entry: LayerEntry, value: Any) -> None:
             if value is not None:
