@@ -371,9 +371,11 @@ class _Bands:
     """The bands of one assembly while they are filled in (a plain class: a dataclass with
     default factories costs several times as much to make, once per step)."""
 
-    __slots__ = ("anchor", "info", "live", "live_tokens", "served", "stale")
+    __slots__ = ("anchor", "info", "live", "live_tokens", "plan", "served", "stale")
 
     def __init__(self) -> None:
+        #: The `NewEpochPlan` the anchor band is, if it is one.
+        self.plan: NewEpochPlan | None = None
         self.anchor: list[Item] = []
         self.live: list[Item] = []
         self.live_tokens = 0
@@ -416,7 +418,8 @@ async def band_outputs(
     else:
         store.epochs.move_to_end(key)
     bands = _band_and_pin(epoch, outputs, placements, store, count_churn=True)
-    anchor_tokens = sum(map(tokens, bands.anchor))
+    plan = bands.plan
+    anchor_tokens = sum(map(tokens, bands.anchor)) if plan is None else plan.anchor_tokens(tokens)
     supersedes, undescribed = await _supersedes(bands.stale, epoch.id, render_delta)
     delta_tokens = estimate_items(supersedes)
     config = store.config
@@ -442,13 +445,7 @@ async def band_outputs(
         epoch.reason if epoch.assemblies == 1 else None,
     )
     return BandedView(
-        anchor=tuple(bands.anchor),
-        live=tuple(bands.live),
-        supersedes=tuple(supersedes),
-        served=tuple(bands.served),
-        info=bands.info,
-        epoch=figures,
-        key=key,
+        tuple(bands.anchor), tuple(bands.live), tuple(supersedes), tuple(bands.served), bands.info, figures, key
     )
 
 
@@ -471,6 +468,7 @@ def _band_and_pin(
         for output in plan.live:
             _serve_live(bands, output, store, count_churn)
         epoch.pins.update(plan.pins)
+        bands.plan = plan
         bands.anchor.extend(plan.anchor)
         bands.served.extend(plan.served)
         info = bands.info
@@ -535,7 +533,17 @@ class NewEpochPlan:
     its served output) are worked out from its items, so they hold for every such epoch.
     """
 
-    __slots__ = ("anchor", "auto_band", "churns", "live", "outputs", "pins", "placements", "served")
+    __slots__ = (
+        "_counted",
+        "anchor",
+        "auto_band",
+        "churns",
+        "live",
+        "outputs",
+        "pins",
+        "placements",
+        "served",
+    )
 
     def __init__(
         self,
@@ -558,6 +566,16 @@ class NewEpochPlan:
         self.anchor = [item for output in anchored.values() for item in output.items]
         self.served = [pin.served(layer_id) for layer_id, pin in self.pins.items()]
         self.churns = [(layer_id, store.churn_of(layer_id)) for layer_id in anchored]
+        #: The estimator the anchor band was last counted with, and its count.
+        self._counted: tuple[Callable[[Item], int], int] | None = None
+
+    def anchor_tokens(self, tokens: Callable[[Item], int]) -> int:
+        """The tokens of the anchor band by `tokens`, counted once per estimator (the same
+        items always count the same)."""
+        counted = self._counted
+        if counted is None or counted[0] != tokens:
+            counted = self._counted = (tokens, sum(map(tokens, self.anchor)))
+        return counted[1]
 
     def fits(
         self, outputs: Sequence[LayerOutput], placements: Mapping[str, str], auto_band: Mapping[str, Band]

@@ -30,6 +30,7 @@ from noetic.items import (
     developer_message,
     parse_item,
 )
+from noetic.layers.anchoring import LayerOutput, band_outputs, lineage_key
 from noetic.layers.budgets import Projection
 from noetic.layers.contract import UNSET, CallResult, RecallResult
 from noetic.layers.frame import (
@@ -50,7 +51,7 @@ from noetic.tokens import estimate_text
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
-    from noetic.layers.anchoring import BandedView, LayerOutput
+    from noetic.layers.anchoring import BandedView
     from noetic.layers.memory import LayerMemory
     from noetic.model import ModelAdapter
     from noetic.usage import LastLayerUsage, RoundUsage
@@ -172,8 +173,6 @@ class LayeredCall:
             layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...]
         ) -> str | None:
             return await self._render_delta(layer_id, previous, current, budgets.get(layer_id, 0))
-
-        from noetic.layers.anchoring import band_outputs, lineage_key
 
         self._instructions = instructions
         self.banded = banded = await band_outputs(
@@ -409,6 +408,4 @@ def _output(entry: LayerEntry, value: Any, memory: LayerMemory) -> LayerOutput |
     mutated = value.state is not UNSET
     if mutated:
         entry.set_state(value.state)
-    from noetic.layers.anchoring import LayerOutput
-
     return LayerOutput(entry.id, items, int(value.token_count), mutated_state=mutated)
