@@ -230,18 +230,19 @@ class LayeredCall:
 
         def recalled(entry: LayerEntry, value: Any) -> None:
             output: LayerOutput | None
+            layer_id = entry.id
             if type(value) is str:  # most recalls return one: its render, reused while unchanged
-                last = renders.get(entry.id)
+                last = renders.get(layer_id)
                 if last is not None and last.text == value:
                     output = last  # `LayerMemory.render_text`'s hit, inline
                 else:
-                    output = memory.render_text(entry.id, value) if value else None
+                    output = memory.render_text(layer_id, value) if value else None
             else:
                 output = _output(entry, value, memory)
             if output is not None:
-                if entry.id in eventual:
+                if layer_id in eventual:
                     cache.put(entry.cache_key, output)
-                found[entry.id] = output
+                found[layer_id] = output
 
         def failed(entry: LayerEntry, exc: Exception) -> None:
             if is_cancellation(exc):
