@@ -420,8 +420,11 @@ async def band_outputs(
     bands = _band_and_pin(epoch, outputs, placements, store, count_churn=True)
     plan = bands.plan
     anchor_tokens = sum(map(tokens, bands.anchor)) if plan is None else plan.anchor_tokens(tokens)
-    supersedes, undescribed = await _supersedes(bands.stale, epoch.id, render_delta)
-    delta_tokens = estimate_items(supersedes)
+    if bands.stale:
+        supersedes, undescribed = await _supersedes(bands.stale, epoch.id, render_delta)
+        delta_tokens = estimate_items(supersedes)
+    else:  # nothing changed since the pins: no update message (most assemblies)
+        supersedes, undescribed, delta_tokens = (), False, 0
     config = store.config
     pressure = delta_tokens > max(config.min_pressure_tokens, config.delta_budget_fraction * anchor_tokens)
     overflow = undescribed or (

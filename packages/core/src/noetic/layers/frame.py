@@ -596,6 +596,8 @@ class LayerFrame:
         hooked = self._hooked
         if hooked is None:
             hooked = self._hook_lists()
+        if "on_complete" not in hooked and "dispose" not in hooked:  # most layer sets define neither
+            return True
         for name in ("on_complete", "dispose"):
             for entry in hooked.get(name, ()):
                 if entry.active and entry in owned:
