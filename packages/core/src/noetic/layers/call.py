@@ -359,6 +359,12 @@ class LayeredCall:
         assert self.banded is not None
         return LazyUsage.of_layers(parts, execution_id, self._history_tokens, self.banded)
 
+    @property
+    def stores(self) -> bool:
+        """Whether some layer of the frame defines `store` (else the step builds no
+        `CallResult` for it)."""
+        return bool(self.frame.defining("store"))
+
     async def store(self, result: CallResult) -> None:
         """Run every active layer's `store` concurrently, all-settled (LY-7)."""
         if not self.frame.defining("store"):

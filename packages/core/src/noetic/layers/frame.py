@@ -551,8 +551,9 @@ class LayerFrame:
 
     def bind(self) -> None:
         """Make this the frame of its context (`ctx._layers`, `ctx.context`)."""
-        self.ctx._layers = self
-        self.ctx.context = self.handles
+        ctx = self.ctx
+        ctx._layers = self
+        ctx.context = self.handles
 
     async def start(self) -> None:
         """Run `init` for owned entries not started yet: sequential, array order (LY-1).
