@@ -17,6 +17,7 @@ what the harness keeps across turns is `noetic.layers.memory`.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,10 @@ if TYPE_CHECKING:
     from noetic.usage import LastLayerUsage, RoundUsage
 
 __all__ = ["LayeredCall"]
+
+
+#: An entry's layer, read in C.
+_layer_of: Callable[[LayerEntry], Any] = operator.attrgetter("layer")
 
 
 class _SeenLog:
@@ -158,7 +163,7 @@ class LayeredCall:
         system_tokens = estimate_text(instructions) if instructions else 0
         call = cls(frame, ctx, memory, projection, query, system_tokens, model)
         entries = frame.active()
-        call._budgets = memory.budgets([e.layer for e in entries], projection, system_tokens)
+        call._budgets = memory.budgets(list(map(_layer_of, entries)), projection, system_tokens)
         call._outputs = await call._recall(frame.with_hook("recall"), call._budgets)
         await frame.flush()
         await call._band(instructions, entries)
@@ -257,6 +262,8 @@ class LayeredCall:
             recalled,
             failed,
         )
+        if not eventual:  # then `found` was filled in `recallers` order
+            return list(found.values())
         return [found[e.id] for e in recallers if e.id in found]
 
     async def _render_delta(
