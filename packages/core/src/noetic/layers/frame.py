@@ -176,6 +176,8 @@ def hook_table(layer: Any) -> dict[str, Callable[..., Any] | None]:
 #: An entry's layer and a layer's slot, read in C (`hook_index` reads both for every frame).
 _layer_of: Callable[[LayerEntry], Any] = operator.attrgetter("layer")
 _slot: Callable[[Any], float] = operator.attrgetter("slot")
+#: Whether an entry has state to write (`LayerEntry.dirty`), read in C.
+_dirty: Callable[[LayerEntry], bool] = operator.attrgetter("dirty")
 #: A harness's hook indexes (`hook_index`): by the ids and slots of a list of layer objects,
 #: the objects (held, so no id is reused while remembered) and the index.
 HookIndexes = dict[tuple[Any, ...], tuple[tuple[Any, ...], Mapping[str, tuple[int, ...]]]]
@@ -579,6 +581,8 @@ class LayerFrame:
 
     async def flush(self) -> None:
         """Write changed durable state of every entry through to storage."""
+        if not any(map(_dirty, self.entries)):  # most steps change no durable state
+            return
         for entry in self.entries:
             if entry.dirty:
                 await entry.flush()
@@ -591,9 +595,8 @@ class LayerFrame:
         if self._teardown is not None:
             return False
         owned = self.owned
-        for entry in owned:
-            if entry.dirty:
-                return False
+        if any(map(_dirty, owned)):
+            return False
         hooked = self._hooked
         if hooked is None:
             hooked = self._hook_lists()
