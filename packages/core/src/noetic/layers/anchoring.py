@@ -448,7 +448,13 @@ async def band_outputs(
         epoch.reason if epoch.assemblies == 1 else None,
     )
     return BandedView(
-        tuple(bands.anchor), tuple(bands.live), tuple(supersedes), tuple(bands.served), bands.info, figures, key
+        tuple(bands.anchor),
+        tuple(bands.live),
+        tuple(supersedes),
+        tuple(bands.served),
+        bands.info,
+        figures,
+        key,
     )
 
 

@@ -401,8 +401,6 @@ def _takes_argument(fn: Callable[..., Any]) -> bool:
     return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
-
-
 def commit_state(entry: LayerEntry, ctx: Context, value: Any, hook: str) -> None:
     """Give `entry` the state hook `hook` returned (`UNSET` keeps it) and drop its cached
     recall, so an eventual layer renders the new state next time. A state `set_state`

@@ -242,7 +242,9 @@ class LayerRuntime:
             table = hook_tables.get(id(layer))  # `LayerMemory.hooks`, its hit inline
             hooks = table[1] if table is not None and table[0] is layer else self.memory.hooks(layer)
             storage = ScopedStorage(store, layer.id, found[0], found[1])
-            entries.append(LayerEntry(layer, storage, hooks, hooks["init"] is None, scope != "execution", checked))
+            entries.append(
+                LayerEntry(layer, storage, hooks, hooks["init"] is None, scope != "execution", checked)
+            )
         return entries
 
     # --- the root execution -----------------------------------------------------------------
