@@ -287,3 +287,21 @@ async def test_new_epochs_planned_alike_keep_pins_of_their_own() -> None:
     updates = [[t for t in _texts(call.items) if "<context_updates" in t] for call in model.calls]
     assert [len(u) for u in updates] == [0, 0, 1, 1]
     assert all("v2" in u[0] for u in updates[2:])
+
+
+async def test_a_planned_new_epoch_counts_the_anchor_band_it_sends() -> None:
+    """A new epoch banded by the last one's plan reports the anchor tokens of what it sends:
+    the same count while the text is the same, the new text's once it changes."""
+    note = Note("short")
+    h, _ = _harness([note])
+    async with h:
+        responses = [await h.run("hi", thread_id="t1"), await h.run("hi", thread_id="t2")]
+        note.text = "a much longer paragraph than the first one " * 4
+        responses.append(await h.run("hi", thread_id="t3"))
+    counts = []
+    for response in responses:
+        usage = response.last_layer_usage
+        assert usage is not None and usage.epoch is not None
+        assert usage.epoch.anchor_tokens == sum(estimate_item_tokens(i) for e in usage.layers for i in e.items)
+        counts.append(usage.epoch.anchor_tokens)
+    assert counts[0] == counts[1] < counts[2]
