@@ -302,6 +302,8 @@ async def test_a_planned_new_epoch_counts_the_anchor_band_it_sends() -> None:
     for response in responses:
         usage = response.last_layer_usage
         assert usage is not None and usage.epoch is not None
-        assert usage.epoch.anchor_tokens == sum(estimate_item_tokens(i) for e in usage.layers for i in e.items)
+        assert usage.epoch.anchor_tokens == sum(
+            estimate_item_tokens(i) for e in usage.layers for i in e.items
+        )
         counts.append(usage.epoch.anchor_tokens)
     assert counts[0] == counts[1] < counts[2]
