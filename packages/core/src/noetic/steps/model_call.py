@@ -252,8 +252,9 @@ class CallModel(Step[OutT]):
         # for a durable run's trace row (IN-1)
         later = layered.usage_later(parts, ctx.id)
         ctx.last_layer_usage = later if run.recorder is None else later()
-        text = last_assistant_text(response_items)
-        await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
+        if layered.stores:
+            text = last_assistant_text(response_items)
+            await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
         return self._final_output(response_items, parsed)
 
     def _call_parts(
