@@ -21,6 +21,7 @@ from noetic.items import (
     ReasoningItem,
     Refusal,
 )
+from noetic.model import TextDelta, ToolDefinition
 from noetic.packed_form import MAX_DEPTH, Unencodable, decode, encode
 from noetic.records import FrozenRecord, Record, set_field
 from noetic.usage import RoundUsage
@@ -44,7 +45,7 @@ class Open(BaseModel):
 
 
 class Pair(FrozenRecord):
-    """A noetic record of two values."""
+    """A user's record of two values (refused: its constructor could change what it is given)."""
 
     __slots__ = ("left", "right")
     left: Any
@@ -56,7 +57,7 @@ class Pair(FrozenRecord):
 
 
 class Span(NamedTuple):
-    """A named tuple (as noetic's own figures are)."""
+    """A user's named tuple (refused, as a user's record is)."""
 
     start: int
     label: str | None = None
@@ -144,8 +145,8 @@ _values = st.recursive(
         st.lists(inner, max_size=4),
         st.lists(inner, max_size=4).map(tuple),
         st.dictionaries(_texts, inner, max_size=4),
-        st.builds(Pair, inner, inner),
-        st.builds(Span, st.integers(), st.none() | _texts),
+        st.builds(ToolDefinition, _texts, _texts, st.dictionaries(_texts, inner, max_size=3)),
+        st.builds(TextDelta, _texts, st.none() | _texts),
     ),
     max_leaves=20,
 )
@@ -197,8 +198,8 @@ def test_a_model_comes_back_without_being_validated_again() -> None:
 
 
 def test_a_named_tuple_comes_back_as_one_of_its_class() -> None:
-    back = _round_trip([Span(3, "x"), (Span(4),)])
-    assert back == [Span(3, "x"), (Span(4),)] and back[0].label == "x"
+    back = _round_trip([TextDelta("x", "id"), (TextDelta("y"),)])
+    assert back == [TextDelta("x", "id"), (TextDelta("y"),)] and type(back[0]) is TextDelta
 
 
 class _ReducingSpan(Span):
@@ -207,7 +208,7 @@ class _ReducingSpan(Span):
 
 
 def test_a_record_whose_fields_hold_models_comes_back_equal() -> None:
-    record = Pair(Point(x=1), [Pair("a")])
+    record = ToolDefinition("t", "d", {"point": Point(x=1), "more": [ToolDefinition("u", "e", {})]})
     assert _round_trip(record) == record
 
 
@@ -245,6 +246,13 @@ class _Private(BaseModel):
     _secret: str = PrivateAttr(default="s")
 
 
+class _PrivateUnset(BaseModel):
+    """A private attribute without a default: `__pydantic_private__` is `{}`, not None."""
+
+    a: int = 1
+    _cache: dict[str, int] = PrivateAttr()
+
+
 def _self_containing() -> list[Any]:
     value: list[Any] = [1]
     value.append(value)
@@ -272,6 +280,9 @@ def _nested(depth: int) -> list[Any]:
         _ReducingSpan(1),
         _StatedChild(),
         _Private(),
+        _PrivateUnset(),
+        Pair("a user's record", "may rebuild itself otherwise"),
+        Span(1, "a user's named tuple"),
         _self_containing(),
         _nested(MAX_DEPTH + 1),
         MessageItem(role="user", content="hi", verdict=Colour.RED),

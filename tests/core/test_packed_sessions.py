@@ -16,6 +16,7 @@ from noetic.items import FunctionCallOutputItem, Item, ItemLog, item_text, user_
 from noetic.layers import CallResult, ContextLayer, LayerContext
 from noetic.layers.usage import LazyUsage
 from noetic.model import ModelRequest
+from noetic.records import Record, set_field
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 from noetic.usage_reports import LastLayerUsage
 from pydantic import BaseModel, PrivateAttr
@@ -574,13 +575,20 @@ def _sealed(text: str) -> Sealed:
     return sealed
 
 
+class Cached(Verdict):
+    """A private attribute without a default, never set: `__pydantic_private__` is `{}`."""
+
+    _cache: dict[str, int] = PrivateAttr()
+
+
 @pytest.mark.parametrize(
     ("output", "classes"),
     [
         (lambda text: Verdict(ok=True, notes=[text]), (Verdict,)),
         (_sealed, None),  # pickled: None
+        (lambda text: Cached(ok=True, notes=[text]), None),
     ],
-    ids=["encoded", "pickled"],
+    ids=["encoded", "pickled", "private-unset"],
 )
 async def test_a_structured_output_packs_and_reads_back_equal_either_way(
     output: Callable[[str], BaseModel], classes: tuple[type, ...] | None
@@ -595,3 +603,25 @@ async def test_a_structured_output_packs_and_reads_back_equal_either_way(
         assert type(again.output) is type(first.output)
         assert again.output.__pydantic_private__ == first.output.__pydantic_private__
         assert again.items == first.items and again.items[0] is session.log.items[0]
+
+
+class Trimmed(Record):
+    """A user's record whose constructor changes what it is given (rebuilt from its fields, it
+    would not come back as it was once a field is set after construction)."""
+
+    __slots__ = ("name",)
+    name: str
+
+    def __init__(self, name: str) -> None:
+        set_field(self, "name", name.strip())
+
+
+async def test_a_users_record_as_the_output_stays_unpacked_and_reads_back_as_it_was() -> None:
+    record = Trimmed("x")
+    record.name = "  spaced  "
+    graph = nt.run_code("v", lambda _input, _ctx: record)
+    async with nt.AgentHarness("t", agent_graph=graph, hot_sessions=0) as h:
+        await h.run("x", thread_id="a")
+        assert h._sessions._live["a"].packed is None
+        again = await h.get_agent_response(thread_id="a")
+        assert again is not None and again.output.name == "  spaced  "

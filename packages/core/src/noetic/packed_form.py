@@ -14,9 +14,9 @@ Only what is rebuilt exactly is encoded; anything else raises `Unencodable` and 
 falls back on pickle (or keeps the session unpacked). Encoded: exact `str`, `int`, `float`,
 `bool` and None; exact tuples, lists and string-keyed dicts of encodable values; pydantic
 models whose classes leave pickling to pydantic (no pickle hook of their own, no slots of their
-own, no private attributes set), as their field dict, fields set and extra fields, rebuilt the
-way pydantic unpickles them (without validating again); named tuples, rebuilt as their class's
-tuple; and noetic's records, rebuilt from their fields as they are when copied. Classes other
+own, no private attributes declared), as their field dict, fields set and extra fields, rebuilt
+the way pydantic unpickles them (without validating again); and noetic's own named tuples and
+records, rebuilt from their fields (a user's may change what its constructor is given). Classes other
 than the built-in item, part and usage models travel beside the bytes (`Encoded`), by
 reference. An object met twice comes back as one object met twice (the log's items the
 response also holds stay shared); an object that contains itself, or values nested deeper than
@@ -152,6 +152,8 @@ class _Encoder:
             if not pickles_as_a_model(kind):
                 raise Unencodable(f"a {kind.__qualname__} model with its own pickling")
             node = self._model(value, self._number(kind), depth)
+        elif not _noetics(kind):  # a user's record or named tuple may rebuild itself otherwise
+            raise Unencodable(f"a {kind.__qualname__} value")
         elif isinstance(value, tuple) and _is_a_named_tuple(kind) and not getattr(value, "__dict__", None):
             node = (_NAMED_TUPLE, self._number(kind), self._values(value, depth))
         elif isinstance(value, Record) and _rebuilt_from_its_fields(kind):
@@ -188,7 +190,7 @@ class _Encoder:
 
     def _model(self, model: BaseModel, kind: int, depth: int) -> tuple[Any, ...]:
         """The node of a model whose class has the number `kind`."""
-        if model.__pydantic_private__:
+        if model.__pydantic_private__ is not None:  # even {}: it comes back as None otherwise
             raise Unencodable(f"a {type(model).__qualname__} model with private attributes")
         extra = model.__pydantic_extra__
         fields = model.__dict__  # its keys are the model's field names
@@ -272,6 +274,13 @@ _PICKLE_HOOKS = (
     "__getnewargs_ex__",
     "__getnewargs__",
 )
+
+
+def _noetics(kind: type) -> bool:
+    """Whether `kind` is one of noetic's own classes (its records and named tuples are known to
+    come back from their fields; a user's may change what its constructor is given)."""
+    module = kind.__module__
+    return module == "noetic" or module.startswith("noetic.")
 
 
 def _is_a_named_tuple(kind: type) -> bool:
