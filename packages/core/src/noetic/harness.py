@@ -30,6 +30,7 @@ from noetic.channels import Channel, ChannelHandle, ChannelHub
 from noetic.empty_lists import MaybeList, added, removed
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import Context
+from noetic.framework_events import turn_started
 from noetic.ids import checked_id, new_item_id
 from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.budgets import Projection
@@ -963,7 +964,7 @@ class AgentHarness(Generic[OutT]):
         session.current = ctx
         session.stream.start_turn()
         started = time.monotonic()
-        run.emit("turn_started", {"turn_id": turn_id, "thread_id": session.thread_id, "execution_id": ctx.id})
+        run.emit_later(turn_started, turn_id, session.thread_id, ctx.id)
         first_item = len(session.log) if restored is None else restored.snapshot.first_item
         frame = reset_frame()
         span_token = run.open_root_span(ctx, first.trace_parent, resumed=restored is not None)

@@ -32,6 +32,12 @@ import anyio
 from noetic.accounting import accept_round
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import to_decimal
+from noetic.framework_events import (
+    model_call_completed,
+    model_call_started,
+    tool_call_completed,
+    tool_call_started,
+)
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
 from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
 from noetic.layers.contract import CallResult
@@ -363,7 +369,7 @@ class CallModel(Step[OutT]):
     ) -> tuple[ModelResponse, RoundUsage, Decimal, Decimal]:
         """Stream one round, then charge its figures, once accepted, to the context."""
         run = ctx._exec
-        run.emit("model_call_started", {"step_id": self.id, "model_id": request.model_id, "round": round_no})
+        run.emit_later(model_call_started, self.id, request.model_id, round_no)
         response: ModelResponse | None = None
         publish = run.publish_delta
         unread = 0  # deltas since the consumers last had a chance to run
@@ -390,10 +396,7 @@ class CallModel(Step[OutT]):
             )
         usage, cost, billed = accept_round(response, request.model_id)
         ctx._record_round(usage, cost, billed)
-        run.emit(
-            "model_call_completed",
-            {"step_id": self.id, "model_id": response.model_id or request.model_id, "usage": usage},
-        )
+        run.emit_later(model_call_completed, self.id, response.model_id or request.model_id, usage)
         return response, usage, cost, billed
 
     async def _run_tools(
@@ -414,7 +417,7 @@ class CallModel(Step[OutT]):
         guarded: list[FunctionCallItem | str] = []
 
         async def one(index: int, call: FunctionCallItem) -> None:
-            run.emit("tool_call_started", {"call_id": call.call_id, "name": call.name})
+            run.emit_later(tool_call_started, call.call_id, call.name)
             allowed = guarded[index]
             tracer = run.tracer
             try:
@@ -428,7 +431,7 @@ class CallModel(Step[OutT]):
                 stopped.append(exc)
                 return
             outputs[index] = item
-            run.emit("tool_call_completed", {"call_id": call.call_id, "name": call.name, "error": is_error})
+            run.emit_later(tool_call_completed, call.call_id, call.name, is_error)
 
         finished = False
         try:
