@@ -3,11 +3,21 @@ paths gave.
 
 Framework events of a turn nobody reads are kept unbuilt and built when a late subscriber
 replays them (HA-5, HA-6): what that subscriber reads must equal what a subscriber present
-from the start reads.
+from the start reads. The user message made from a string input and a tool call's output item
+are assembled without pydantic's validation when their values are exact strings: each must be
+the very item validation makes (fields, fields set, JSON, pickling), and anything else still
+goes through validation and fails as it did. Tool results are encoded as `json.dumps` did.
 """
 
 from __future__ import annotations
 
+import datetime
+import enum
+import json
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -15,9 +25,13 @@ import anyio.lowlevel
 import noetic as nt
 import pytest
 from noetic import framework_events
+from noetic.items import FunctionCallOutputItem, InputText, MessageItem, dump_item, parse_item, user_message
+from noetic.schema import to_jsonable
 from noetic.streams import StreamEvent, TurnStream
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
-from pydantic import BaseModel
+from noetic.tools import encode_output, tool_output
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 pytestmark = pytest.mark.anyio
 
@@ -163,3 +177,165 @@ async def test_ha_6_a_tap_gets_every_event_built_as_it_happens() -> None:
         StreamEvent("framework", "t:model_call_started", {"step_id": "m", "model_id": "fake", "round": 0})
     ]
     assert stream._buffer is not None and list(stream._buffer) == tapped
+
+
+# --- items the framework builds itself ------------------------------------------------------
+
+TEXTS = [
+    "",
+    "What is 1 + 2?",
+    "héllo ✓ 日本語 🎉",
+    "a\udfffb",  # a lone surrogate: validation keeps it, so the fast build must too
+    '\x00\n\t"\\',
+    "x" * 1_000_000,
+    '{"type": "output_text", "text": "not parsed"}',
+]
+
+
+class _Text(str):
+    pass
+
+
+def _json(item: BaseModel) -> str:
+    """The item's JSON with its id as `ID`, or the error that writing it raises."""
+    try:
+        return item.model_dump_json().replace(item.id, "ID")  # type: ignore[attr-defined]
+    except PydanticSerializationError as exc:  # a lone surrogate is no UTF-8
+        return f"error: {exc}"
+
+
+def _same_item(fast: BaseModel, slow: BaseModel) -> None:
+    """`fast` is what the validated `slow` is, but for its generated id."""
+    assert type(fast) is type(slow)
+    assert fast.id.split("_")[0] == slow.id.split("_")[0]  # type: ignore[attr-defined]
+    assert len(fast.id) == len(slow.id)  # type: ignore[attr-defined]
+    same_id = type(slow).model_validate({**slow.__dict__, "id": fast.id})  # type: ignore[attr-defined]
+    assert fast == same_id
+    assert list(fast.__dict__) == list(slow.__dict__)
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.model_extra == slow.model_extra
+    assert fast.__pydantic_private__ == slow.__pydantic_private__
+    assert {**fast.model_dump(), "id": None} == {**slow.model_dump(), "id": None}
+    assert _json(fast) == _json(slow)
+    for field in fast.__dict__:
+        assert type(getattr(fast, field)) is type(getattr(slow, field))
+    assert pickle.loads(pickle.dumps(fast)) == fast  # packed sessions pickle it (SE-5)
+    with pytest.raises(ValidationError):
+        fast.status = "failed"  # type: ignore[attr-defined]  # frozen like any item
+
+
+def _same_outcome(fast: Callable[[], BaseModel], slow: Callable[[], BaseModel]) -> None:
+    """Both builds give the same item, or both fail with the same validation errors."""
+    try:
+        expected = slow()
+    except ValidationError as exc:
+        refused = exc.errors()
+    else:
+        _same_item(fast(), expected)
+        return
+    with pytest.raises(ValidationError) as raised:
+        fast()
+    assert raised.value.errors() == refused
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
+def test_il_3_user_message_is_the_validated_message(text: str) -> None:
+    fast = user_message(text)
+    slow = MessageItem(role="user", content=[InputText(text=text)])
+    _same_item(fast, slow)
+    assert fast.content[0].model_fields_set == slow.content[0].model_fields_set == {"text"}
+    assert fast.text == text
+    if text.isascii() or "\udfff" not in text:
+        assert parse_item(dump_item(fast)) == fast
+
+
+@pytest.mark.parametrize("value", [3, None, b"bytes", b"\xff", ["a"], _Text("hi")])
+def test_il_3_user_message_validates_what_is_not_exact_text(value: Any) -> None:
+    """Refused as validation refuses it, or (bytes, a `str` subclass) made as it makes it."""
+    _same_outcome(
+        lambda: user_message(value), lambda: MessageItem(role="user", content=[InputText(text=value)])
+    )
+
+
+def test_il_3_a_str_subclass_still_becomes_plain_text() -> None:
+    message = user_message(_Text("hi"))
+    assert type(message.content[0].text) is str
+    _same_item(message, MessageItem(role="user", content=[InputText(text="hi")]))
+
+
+@pytest.mark.parametrize("output", TEXTS, ids=range(len(TEXTS)))
+def test_il_3_tool_output_is_the_validated_output(output: str) -> None:
+    for call_id in ("call_1", "", "ç✓"):
+        _same_item(tool_output(call_id, output), FunctionCallOutputItem(call_id=call_id, output=output))
+
+
+@pytest.mark.parametrize(("call_id", "output"), [(3, "x"), ("c", 3), (None, "x"), (_Text("c"), _Text("o"))])
+def test_il_3_tool_output_validates_what_it_did_not_make(call_id: Any, output: Any) -> None:
+    _same_outcome(
+        lambda: tool_output(call_id, output), lambda: FunctionCallOutputItem(call_id=call_id, output=output)
+    )
+
+
+class _Colour(enum.IntEnum):
+    RED = 1
+
+
+class _Point(BaseModel):
+    x: int
+    label: str = "é"
+
+
+RESULTS = [
+    0,
+    -7,
+    10**40,
+    True,
+    False,
+    None,
+    1.5,
+    float("nan"),
+    float("inf"),
+    "plain",
+    'ünï✓ \n "quoted"',
+    {"sum": 3, "nested": [1, {"a": None}]},
+    [1, "two", 3.0],
+    _Colour.RED,
+    _Point(x=1),
+    datetime.date(2026, 1, 2),  # not JSON: written with str()
+    {"when": datetime.date(2026, 1, 2)},
+]
+
+
+@pytest.mark.parametrize("value", RESULTS, ids=range(len(RESULTS)))
+def test_tool_results_encode_as_json_dumps_did(value: Any) -> None:
+    expected = json.dumps(to_jsonable(value), ensure_ascii=False, default=str)
+    assert encode_output(value) == expected
+    assert type(encode_output(value)) is str
+
+
+def test_an_int_too_long_to_write_fails_as_json_dumps_did() -> None:
+    huge = 10**5000
+    with pytest.raises(ValueError) as slow:
+        json.dumps(huge, ensure_ascii=False, default=str)
+    with pytest.raises(ValueError) as fast:
+        encode_output(huge)
+    assert str(fast.value) == str(slow.value)
+
+
+def test_il_3_items_assembled_before_any_validation_work_in_a_fresh_process() -> None:
+    """The item classes build their validators on first use; an assembled item may come first."""
+    script = """
+import pickle
+from noetic.items import FunctionCallOutputItem, dump_item, parse_item, user_message
+from noetic.tools import tool_output
+for item in (tool_output("c", "3"), user_message("hi")):
+    assert pickle.loads(pickle.dumps(item)) == item
+    assert parse_item(dump_item(item)) == item
+    assert type(item).model_validate_json(item.model_dump_json()) == item
+fast = tool_output("c", "3")
+assert fast == FunctionCallOutputItem(id=fast.id, call_id="c", output="3")
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
