@@ -339,3 +339,30 @@ print("ok")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+# --- what a model step keeps between runs ---------------------------------------------------
+
+
+async def test_a_model_step_sees_tools_replaced_between_its_runs() -> None:
+    """The step's table of tools is kept between runs only while neither tuple is replaced."""
+
+    def named(name: str, result: str) -> nt.Tool:
+        return nt.tool(name, description=name, input={"type": "object"}, execute=lambda args: result)
+
+    step = nt.call_model("m", tools=[named("own", "first")])
+    replies = [tool_call_reply("own", {}), text_reply("a"), tool_call_reply("own", {}), text_reply("b")]
+    replies += [tool_call_reply("shared", {}), text_reply("c")]
+    model = ScriptedModel(replies)
+    async with nt.AgentHarness("h", agent_graph=step, model=model) as h:
+        first = await h.run("go", thread_id="1")
+        step.tools = (named("own", "second"),)
+        second = await h.run("go", thread_id="2")
+        h.tools = (named("shared", "third"),)
+        third = await h.run("go", thread_id="3")
+    outputs = [
+        [i.output for i in r.items if isinstance(i, FunctionCallOutputItem)] for r in (first, second, third)
+    ]
+    assert outputs == [['"first"'], ['"second"'], ['"third"']]
+    sent = [[t.name for t in request.tools] for request in model.calls]
+    assert sent == [["own"]] * 4 + [["shared", "own"]] * 2

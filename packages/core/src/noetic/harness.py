@@ -740,6 +740,19 @@ class AgentHarness(Generic[OutT]):
         *,
         start_worker: bool = True,
     ) -> _Ticket:
+        return self._queue_input(input, thread_id, execution_id, resource_id, state, restored, start_worker)[1]
+
+    def _queue_input(
+        self,
+        input: Any,
+        thread_id: str | None,
+        execution_id: str | None,
+        resource_id: str | None,
+        state: Any,
+        restored: Restored | None,
+        start_worker: bool,
+    ) -> tuple[_Session, _Ticket]:
+        """Queue `input` on its thread's session (`_enqueue`); the session and the ticket."""
         self._require_started()
         if execution_id is not None:  # refused before a turn is queued, as the thread id is
             checked_id("execution_id", execution_id)
@@ -756,7 +769,7 @@ class AgentHarness(Generic[OutT]):
         if start_worker and not session.running:
             session.running = True
             self._spawn(partial(self._drain, session), self._worker_scopes)
-        return ticket
+        return session, ticket
 
     async def execute(
         self,
@@ -797,8 +810,7 @@ class AgentHarness(Generic[OutT]):
         # concurrent runs) holds only this coroutine and the pass's one generator.
         for _ in range(self._yields_to_subscribe):
             await self._scheduler_pass()
-        ticket = self._enqueue(input, thread_id, execution_id, resource_id, state, start_worker=False)
-        session = self._session(thread_id)
+        session, ticket = self._queue_input(input, thread_id, execution_id, resource_id, state, None, False)
         if not session.running:  # an idle thread: run the turn in the caller's task, no worker
             session.running = True
             await self._drain(session)

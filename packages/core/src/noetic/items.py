@@ -410,7 +410,7 @@ class ItemLog:
         """Append one item to the log."""
         if self._packed is not None:
             self.unpack()
-        parsed = parse_item(item)
+        parsed = item if isinstance(item, _ITEM_CLASSES) else parse_item(item)  # an item: as it is
         self._items.append(parsed)
         if self._ids is not None:
             self._ids.add(parsed.id)

@@ -66,6 +66,7 @@ MAX_TOOL_ROUNDS = 32
 DEFAULT_OUTPUT_RETRIES = 2
 M = TypeVar("M")
 _NO_USAGE = RoundUsage()
+_ZERO = to_decimal(None)
 
 
 def last_assistant_text(items: Sequence[Item]) -> str:
@@ -89,6 +90,7 @@ class CallModel(Step[OutT]):
     kind = "call_model"
     __slots__ = (
         "_parts",
+        "_tools",
         "instructions",
         "layers",
         "max_rounds",
@@ -146,6 +148,10 @@ class CallModel(Step[OutT]):
         self.max_rounds = max_rounds
         self.output_retries = output_retries
         self._parts: CallParts | None = None
+        #: `_tool_table`'s tuples and what it made of them, or None before the first run.
+        self._tools: (
+            tuple[tuple[Tool, ...], tuple[Tool, ...], dict[str, Tool], tuple[ToolDefinition, ...]] | None
+        ) = None
 
     async def run(self, input: Any, ctx: Context) -> Any:
         if self.layers is None:
@@ -168,13 +174,14 @@ class CallModel(Step[OutT]):
         layered = (
             None if ctx._layers is None else await self._prepare_layers(ctx, input, instructions, adapter)
         )
-        tools = {t.name: t for t in (*run.harness.tools, *self.tools)}
+        tools, definitions = self._tool_table(run.harness.tools)
         if layered is not None:
             tools = {**layered.frame.tools(), **tools}
-        definitions = tuple(t.definition for t in tools.values())
-        output_schema = self._output_json_schema()
+            definitions = tuple(t.definition for t in tools.values())
+        output_schema = None if self.output is None else self.output.json_schema
+        cache_control = run.harness.cache_control
         first_item = len(ctx.item_log)
-        cost = billed = to_decimal(0)
+        cost = billed = _ZERO
         calls: list[FunctionCallItem] = []
         rounds: list[RoundUsage] = []
         tool_rounds = output_attempts = steering_retries = 0
@@ -192,7 +199,7 @@ class CallModel(Step[OutT]):
                 tools=definitions,
                 output_schema=output_schema,
                 params=self.params,
-                cache_control=run.harness.cache_control,
+                cache_control=cache_control,
                 execution_id=ctx.id,
                 thread_id=ctx.thread_id,
                 billing=billing,
@@ -215,9 +222,11 @@ class CallModel(Step[OutT]):
                     steering_retries += 1
                     layered.guide(guidance)
                     continue  # the same round again, the response dropped
+            round_calls = []
             for item in response.items:
                 ctx.item_log.append(item)
-            round_calls = [i for i in response.items if isinstance(i, FunctionCallItem)]
+                if isinstance(item, FunctionCallItem):
+                    round_calls.append(item)
             if round_calls:
                 if tool_rounds == self.max_rounds:
                     raise NoeticError(
@@ -229,8 +238,8 @@ class CallModel(Step[OutT]):
                 tool_rounds += 1
                 calls.extend(round_calls)
                 rerender = await self._run_tools(round_calls, tools, ctx)
-                if ctx.aborted:  # CTX-17: the tools ran to their end; no further round starts
-                    raise cancelled(ctx.abort_reason)
+                if ctx._aborted:  # CTX-17: the tools ran to their end; no further round starts
+                    raise cancelled(ctx._abort_reason)
                 if rerender and layered is not None:
                     await layered.rerender(rerender)
                 continue
@@ -246,21 +255,38 @@ class CallModel(Step[OutT]):
                 ctx.item_log.append(user_message(_retry_prompt(exc.details["problems"])))
         response_items = tuple(ctx.item_log.items[first_item:])
         # built on first read (most runs never look at it), from figures that are final now
-        ctx.last_step_meta = partial(
+        ctx._step_meta = partial(
             _step_meta, self.id, self.kind, tuple(calls), rounds, float(cost), float(billed), response_items
         )
         parts = self._call_parts(adapter.model_id, instructions, definitions)
         if layered is None:
             # measured only if someone reads it; it keeps the view, not the context
-            ctx.last_layer_usage = LazyUsage.of_window(parts, ctx.id, request.items)
-            return self._final_output(response_items, parsed)
+            ctx._layer_usage = LazyUsage.of_window(parts, ctx.id, request.items)
+            return last_assistant_text(response_items) if self.output is None else parsed
         # the history bucket is the layered view's; measured only if someone reads it, or now
         # for a durable run's trace row (IN-1)
         later = layered.usage_later(parts, ctx.id)
         ctx.last_layer_usage = later if run.recorder is None else later()
         text = last_assistant_text(response_items)
         await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
-        return self._final_output(response_items, parsed)
+        return text if self.output is None else parsed
+
+    def _tool_table(
+        self, harness_tools: tuple[Tool, ...]
+    ) -> tuple[dict[str, Tool], tuple[ToolDefinition, ...]]:
+        """The step's tools by name (the harness's, then its own, which win) and their
+        definitions, kept while neither tuple is replaced (both are immutable; a `Tool`'s
+        definition is fixed on first use)."""
+        table = self._tools
+        if table is None or table[0] is not harness_tools or table[1] is not self.tools:
+            by_name = {t.name: t for t in (*harness_tools, *self.tools)}
+            table = self._tools = (
+                harness_tools,
+                self.tools,
+                by_name,
+                tuple(t.definition for t in by_name.values()),
+            )
+        return table[2], table[3]
 
     def _call_parts(
         self, model_id: str, instructions: str | None, definitions: tuple[ToolDefinition, ...]
@@ -316,9 +342,6 @@ class CallModel(Step[OutT]):
         """A recorded structured output is validated back through `output=` (a model again)."""
         return self.output.validate(data) if self.output is not None else data
 
-    def _output_json_schema(self) -> Mapping[str, Any] | None:
-        return self.output.json_schema if self.output is not None else None
-
     async def _traced_round(
         self,
         adapter: ModelAdapter,
@@ -371,7 +394,7 @@ class CallModel(Step[OutT]):
         run = ctx._exec
         run.emit_later(model_call_started, self.id, request.model_id, round_no)
         response: ModelResponse | None = None
-        publish = run.publish_delta
+        publish = run._stream.publish_delta
         unread = 0  # deltas since the consumers last had a chance to run
         # The stream is Noetic's own wait: aborting the context cuts it (CTX-13).
         with ctx.abortable():
@@ -465,10 +488,6 @@ class CallModel(Step[OutT]):
         from noetic.layers.pipelines import append_items
 
         return await append_items(ctx, [o for o in outputs if o is not None])
-
-    def _final_output(self, items: Sequence[Item], parsed: Any) -> Any:
-        """The step output: the last assistant text, or the value validated against `output=`."""
-        return last_assistant_text(items) if self.output is None else parsed
 
     def _parse_output(self, items: Sequence[Item], retries: int) -> Any:
         """The last answer validated against `output=`; `model_parse_error` when it fails."""
