@@ -30,6 +30,7 @@ from noetic.schema import to_jsonable
 from noetic.streams import StreamEvent, TurnStream
 from noetic.testing import ScriptedModel, text_reply, tool_call_reply
 from noetic.tools import encode_output, tool_output
+from noetic.usage import RoundUsage, counted_usage
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
@@ -224,14 +225,18 @@ def _same_item(fast: BaseModel, slow: BaseModel) -> None:
         fast.status = "failed"  # type: ignore[attr-defined]  # frozen like any item
 
 
-def _same_outcome(fast: Callable[[], BaseModel], slow: Callable[[], BaseModel]) -> None:
-    """Both builds give the same item, or both fail with the same validation errors."""
+def _same_outcome(
+    fast: Callable[[], BaseModel],
+    slow: Callable[[], BaseModel],
+    same: Callable[[BaseModel, BaseModel], None] = _same_item,
+) -> None:
+    """Both builds give the same model (`same` checks it), or fail with the same errors."""
     try:
         expected = slow()
     except ValidationError as exc:
         refused = exc.errors()
     else:
-        _same_item(fast(), expected)
+        same(fast(), expected)
         return
     with pytest.raises(ValidationError) as raised:
         fast()
@@ -366,3 +371,45 @@ async def test_a_model_step_sees_tools_replaced_between_its_runs() -> None:
     assert outputs == [['"first"'], ['"second"'], ['"third"']]
     sent = [[t.name for t in request.tools] for request in model.calls]
     assert sent == [["own"]] * 4 + [["shared", "own"]] * 2
+
+
+@pytest.mark.parametrize(
+    ("given", "cached"),
+    [((0, 0), None), ((12, 6), 0), ((10**30, 1), 10**20), ((True, 2), None), ((1, 2), True), ((-1, 2), None)],
+)
+def test_tu_2_the_turn_usage_is_the_validated_usage(given: tuple[Any, Any], cached: Any) -> None:
+    _same_usage(
+        counted_usage(given[0], given[1], cached),
+        RoundUsage(input_tokens=given[0], output_tokens=given[1], cached_tokens=cached),
+    )
+
+
+def _same_usage(fast: BaseModel, slow: BaseModel) -> None:
+    assert type(fast) is type(slow) is RoundUsage
+    assert fast == slow
+    assert list(fast.__dict__) == list(slow.__dict__)
+    assert [type(v) for v in fast.__dict__.values()] == [type(v) for v in slow.__dict__.values()]
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.model_extra == slow.model_extra is None
+    assert fast.model_dump_json() == slow.model_dump_json()
+    assert pickle.loads(pickle.dumps(fast)) == fast
+    assert hash(fast) == hash(slow)  # frozen: usable as a key as before
+
+
+@pytest.mark.parametrize("counts", [("1", 2, None), (1.5, 2, None), (1, 2, "x")])
+def test_tu_2_turn_usage_of_counts_that_are_not_ints_is_validated(counts: tuple[Any, Any, Any]) -> None:
+    _same_outcome(
+        lambda: counted_usage(*counts),
+        lambda: RoundUsage(input_tokens=counts[0], output_tokens=counts[1], cached_tokens=counts[2]),
+        _same_usage,
+    )
+
+
+async def test_ha_4_a_turn_response_carries_its_usage_as_before() -> None:
+    async with nt.AgentHarness(
+        "h", agent_graph=nt.call_model("m", tools=[_add_tool()]), model=_script()
+    ) as h:
+        response = await h.run("What is 1 + 2?")
+    assert response.usage == RoundUsage(input_tokens=16, output_tokens=3, cached_tokens=4)
+    assert response.usage.model_fields_set == {"input_tokens", "output_tokens", "cached_tokens"}
+    assert response.text == "3"

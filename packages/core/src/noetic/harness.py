@@ -49,7 +49,7 @@ from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streams import StreamEvent, TurnStream, items_from_events
 from noetic.tools import Tool
-from noetic.usage import RoundUsage
+from noetic.usage import RoundUsage, counted_usage
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -740,7 +740,9 @@ class AgentHarness(Generic[OutT]):
         *,
         start_worker: bool = True,
     ) -> _Ticket:
-        return self._queue_input(input, thread_id, execution_id, resource_id, state, restored, start_worker)[1]
+        return self._queue_input(input, thread_id, execution_id, resource_id, state, restored, start_worker)[
+            1
+        ]
 
     def _queue_input(
         self,
@@ -1110,7 +1112,7 @@ class AgentHarness(Generic[OutT]):
             output=output,
             text=text,
             items=items,
-            usage=RoundUsage(input_tokens=ctx._in, output_tokens=ctx._out, cached_tokens=ctx._cached),
+            usage=counted_usage(ctx._in, ctx._out, ctx._cached),
             cost=ctx.cost,
             billed_cost=ctx.billed_cost,
             held_cost=ctx.held_cost,

@@ -12,10 +12,11 @@ Items serialise with `dump_item` to snake_case JSON and parse back with `parse_i
 # instructions of `import noetic`, counted with bench/import_instructions.py).
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache, partial
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, overload
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
+from noetic.assembled import assembled
 from noetic.empty_lists import MaybeList, added
 from noetic.errors import NoeticConfigError
 from noetic.ids import new_item_id
@@ -48,8 +49,6 @@ __all__ = [
     "system_message",
     "user_message",
 ]
-
-_M = TypeVar("_M", bound=BaseModel)
 
 ItemStatus: TypeAlias = Literal["in_progress", "completed", "incomplete", "failed"]
 Role: TypeAlias = Literal["user", "assistant", "system", "developer"]
@@ -271,34 +270,11 @@ def item_text(item: Item) -> str:
     return item.text if isinstance(item, MessageItem) else ""
 
 
-_new_object = object.__new__
-_set_attribute = object.__setattr__
-
-
-def assembled(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
-    """The item (or part) of `cls` a validated build from the same values makes, without running
-    pydantic's validation: for values the framework made itself and knows valid (exact `str`
-    ids and texts, literals).
-
-    `values` must hold every field of `cls`, in the order of `cls.model_fields`, as validation
-    would leave them; `fields_set` the fields the validated build would be given explicitly.
-    Pydantic has no cheaper way: `model_construct` reads every default factory's signature on
-    each call, costing more than validating. `tests/core/test_round_trip_shortcuts.py` checks
-    each use against the validated build.
-    """
-    built = _new_object(cls)
-    _set_attribute(built, "__dict__", values)
-    _set_attribute(built, "__pydantic_fields_set__", fields_set)
-    _set_attribute(built, "__pydantic_extra__", {})  # every item type allows extra fields
-    _set_attribute(built, "__pydantic_private__", None)
-    return built
-
-
 def user_message(text: str) -> MessageItem:
     """A completed user message with one `input_text` part."""
     if type(text) is not str:  # validated: anything else is refused, a `str` subclass copied
         return MessageItem(role="user", content=[InputText(text=text)])
-    part = assembled(InputText, {"type": "input_text", "text": text}, {"text"})
+    part = assembled(InputText, {"type": "input_text", "text": text}, {"text"}, {})
     values = {
         "id": new_item_id("msg"),
         "status": "completed",
@@ -306,7 +282,7 @@ def user_message(text: str) -> MessageItem:
         "role": "user",
         "content": [part],
     }
-    return assembled(MessageItem, values, {"role", "content"})
+    return assembled(MessageItem, values, {"role", "content"}, {})  # items keep extra fields
 
 
 def assistant_message(text: str) -> MessageItem:

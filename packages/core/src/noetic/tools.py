@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
+from noetic.assembled import assembled
 from noetic.errors import NoeticConfigError, NoeticError
 from noetic.ids import new_item_id
-from noetic.items import FunctionCallItem, FunctionCallOutputItem, assembled
+from noetic.items import FunctionCallItem, FunctionCallOutputItem
 from noetic.model import ToolDefinition
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import Step, check_in_thread, takes_ctx
@@ -159,7 +160,7 @@ def tool_output(call_id: str, output: str) -> FunctionCallOutputItem:
             "call_id": call_id,
             "output": output,
         }
-        return assembled(FunctionCallOutputItem, values, {"call_id", "output"})
+        return assembled(FunctionCallOutputItem, values, {"call_id", "output"}, {})
     return FunctionCallOutputItem(call_id=call_id, output=output)
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import anyio
 from noetic.accounting import accept_round
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
-from noetic.execution_context import to_decimal
+from noetic.execution_context import Abortable, to_decimal
 from noetic.framework_events import (
     model_call_completed,
     model_call_started,
@@ -397,7 +397,7 @@ class CallModel(Step[OutT]):
         publish = run._stream.publish_delta
         unread = 0  # deltas since the consumers last had a chance to run
         # The stream is Noetic's own wait: aborting the context cuts it (CTX-13).
-        with ctx.abortable():
+        with Abortable(ctx):  # `ctx.abortable()`, one call less per round
             stream = adapter.stream(request, cancel=ctx)
             try:
                 async for event in stream:
