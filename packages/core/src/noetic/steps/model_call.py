@@ -21,7 +21,7 @@ step that has layers: a program whose calls have none never loads it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -153,10 +153,12 @@ class CallModel(Step[OutT]):
             tuple[tuple[Tool, ...], tuple[Tool, ...], dict[str, Tool], tuple[ToolDefinition, ...]] | None
         ) = None
 
-    async def run(self, input: Any, ctx: Context) -> Any:
+    def run(self, input: Any, ctx: Context) -> Coroutine[Any, Any, Any]:
+        # A plain function returning the step's coroutine: `execute` awaits it, so without
+        # layers of its own the step runs in one coroutine, not two.
         if self.layers is None:
-            return await self._call(input, ctx)
-        return await ctx._exec.layers.run_scoped(ctx, self.layers, lambda: self._call(input, ctx))
+            return self._call(input, ctx)
+        return ctx._exec.layers.run_scoped(ctx, self.layers, lambda: self._call(input, ctx))
 
     async def _call(self, input: Any, ctx: Context) -> Any:
         run = ctx._exec
