@@ -18,12 +18,22 @@ the `inline=False` rows are the same step with every commit in a worker thread (
 commit does while two executions run), beside the floor plus one worker-thread hop (the least
 an asynchronous commit can cost). `loop lateness` is what another task on the loop sees while
 the turn runs: the worst and the median delay of its 1 ms sleeps.
+
+Two more measurements say where a step's time over the floor goes. `after a flush`: a fixed
+piece of pure Python (JSON of a ledger-sized document) timed with nothing before it, right after
+one bare commit, and right after a sleep as long as that commit; on a virtual machine a thread
+that blocked in `fdatasync` runs its next Python slower, and a step runs all of its Python after
+the previous step's flush (the floor's loop has almost none). `floor, WAL overwritten` is the
+floor on a WAL that a checkpoint has restarted, so each commit overwrites frames instead of
+growing the file: what a store pays once it has checkpointed (the floor uses new files, whose
+WAL grows; the store checkpoints every ~100 pages, so by the timed turn it overwrites its WAL).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import sqlite3
 import statistics
@@ -95,21 +105,93 @@ async def _per_step(storage: Any, durability: str, history: int) -> tuple[float,
     return statistics.median(b - a for a, b in itertools.pairwise(stamps)), stamps[0] - started, late
 
 
-def _bare_commit(path: Path, synchronous: str, commits: int = 40) -> float:
-    """The median time of one commit of one ledger-sized row, written the way the store writes it."""
-    conn = sqlite3.connect(path, isolation_level=None)
+def _floor_connection(path: Path, synchronous: str) -> sqlite3.Connection:
+    """A bare connection set up as the store sets up its own (WAL, the same `synchronous`);
+    usable from a worker thread, one thread at a time."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
     conn.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+    return conn
+
+
+def _commit(conn: sqlite3.Connection, i: int) -> None:
+    """One bare commit of one ledger-sized row, written the way the store writes it."""
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT INTO rows (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (f"k{i:08d}", ROW),
+    )
+    conn.execute("COMMIT")
+
+
+def _bare_commit(path: Path, synchronous: str, commits: int = 40) -> float:
+    """The median time of one commit of one ledger-sized row on a new file (its WAL grows)."""
+    conn = _floor_connection(path, synchronous)
     times: list[float] = []
     for i in range(commits):
         started = time.perf_counter()
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute(
-            "INSERT INTO rows (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (f"k{i:08d}", ROW),
-        )
-        conn.execute("COMMIT")
+        _commit(conn, i)
+        times.append(time.perf_counter() - started)
+    conn.close()
+    return statistics.median(times)
+
+
+#: A fixed piece of pure Python about as heavy as a durable step's own encoding: one
+#: ledger-sized document through `json.dumps` and back, `_WORK_ROUNDS` times.
+_WORK_DOC = {
+    "head": {"path": "agent/0/step", "attempt": 1, "hash": "0" * 64, "cost": 0.0},
+    "items": [
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": ROW[:60]}]}
+    ]
+    * 4,
+    "output": "ok",
+}
+_WORK_ROUNDS = 4
+
+
+def _python_work() -> float:
+    """The time of one run of the fixed piece of pure Python."""
+    started = time.perf_counter()
+    for _ in range(_WORK_ROUNDS):
+        json.loads(json.dumps(_WORK_DOC))
+    return time.perf_counter() - started
+
+
+def _after_flush(path: Path, synchronous: str, rounds: int = 40) -> tuple[float, float, float]:
+    """`(warm, after a commit, after a sleep)`: the median time of `_python_work` with nothing
+    before it, right after one bare commit, and right after a sleep as long as that commit,
+    interleaved round by round (the sleep shows whether the disk or the thread's blocking slows it)."""
+    conn = _floor_connection(path, synchronous)
+    warm: list[float] = []
+    flushed: list[float] = []
+    slept: list[float] = []
+    for i in range(rounds):
+        _python_work()  # the code and data it touches are hot for the warm sample
+        warm.append(_python_work())
+        started = time.perf_counter()
+        _commit(conn, i)
+        took = time.perf_counter() - started
+        flushed.append(_python_work())
+        time.sleep(took)
+        slept.append(_python_work())
+    conn.close()
+    return statistics.median(warm), statistics.median(flushed), statistics.median(slept)
+
+
+def _overwriting_commit(path: Path, synchronous: str, commits: int = 40) -> float:
+    """`_bare_commit` on a WAL already as long as the commits need: a first series of commits
+    grows it, a checkpoint writes them into the database, and the next commit restarts the
+    WAL, so the timed commits overwrite its frames and the file's size no longer changes."""
+    conn = _floor_connection(path, synchronous)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    for i in range(commits + 10):
+        _commit(conn, commits + i)
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    times: list[float] = []
+    for i in range(commits):
+        started = time.perf_counter()
+        _commit(conn, i)
         times.append(time.perf_counter() - started)
     conn.close()
     return statistics.median(times)
@@ -134,23 +216,11 @@ async def _bare_commit_in_thread(path: Path, synchronous: str) -> float:
     """The floor plus one worker-thread hop: `_bare_commit`'s loop with each commit handed to a
     worker thread and back (`anyio.to_thread`), as an asynchronous program must to keep its
     event loop free during the flush."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-    conn.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
-
-    def commit(i: int) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute(
-            "INSERT INTO rows (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (f"k{i:08d}", ROW),
-        )
-        conn.execute("COMMIT")
-
+    conn = _floor_connection(path, synchronous)
     times: list[float] = []
     for i in range(40):
         started = time.perf_counter()
-        await anyio.to_thread.run_sync(commit, i)
+        await anyio.to_thread.run_sync(_commit, conn, i)
         times.append(time.perf_counter() - started)
     conn.close()
     return statistics.median(times)
@@ -174,6 +244,8 @@ async def measure(repeats: int) -> dict[str, Any]:
     ratios: dict[tuple[str, int], list[float]] = {}
     floors: dict[str, list[float]] = {}
     late: dict[str, list[float]] = {}
+    flush_effect: dict[str, list[tuple[float, float, float]]] = {}
+    overwriting: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(dir=os.environ.get("NOETIC_BENCH_DIR")) as tmp:
         for r in range(repeats):
             for label, durability, synchronous, inline in SETTINGS:
@@ -198,6 +270,14 @@ async def measure(repeats: int) -> dict[str, Any]:
                         writes = await _store_write(Path(tmp, f"store-{name}.db"), synchronous)
                         costs.setdefault((f"store-{synchronous}", history), []).append(writes)
                         costs.setdefault(("hop", history), []).append(await _thread_hop())
+                        flush_effect.setdefault(synchronous, []).append(
+                            _after_flush(Path(tmp, f"after-{name}.db"), synchronous)
+                        )
+                        overwritten = _overwriting_commit(Path(tmp, f"floor-o-{name}.db"), synchronous)
+                        overwriting.setdefault(synchronous, []).append((overwritten, floor))
+                        ratios.setdefault((f"overwritten-{label}", history), []).append(
+                            (durable - bare) / overwritten
+                        )
                     else:
                         threaded = await _bare_commit_in_thread(Path(tmp, f"floor-t-{name}.db"), synchronous)
                         costs.setdefault((f"floor+hop-{synchronous}", history), []).append(threaded)
@@ -211,6 +291,14 @@ async def measure(repeats: int) -> dict[str, Any]:
         "ratio": {key: statistics.median(v) for key, v in ratios.items()},
         "floor": {key: statistics.median(v) for key, v in floors.items()},
         "late": {key: (statistics.median(v), max(v)) for key, v in late.items()},
+        "after_flush": {
+            key: [statistics.median(column) for column in zip(*v, strict=True)]
+            for key, v in flush_effect.items()
+        },
+        "overwriting": {
+            key: (statistics.median(o for o, _ in v), statistics.median(o / f for o, f in v))
+            for key, v in overwriting.items()
+        },
         "load": os.getloadavg(),
         "repeats": repeats,
     }
@@ -258,6 +346,13 @@ def report(result: dict[str, Any]) -> str:
         cells = " | ".join(f"{v:.2f}×" for v in values)
         name = label if label not in threaded else f"the floor plus one worker-thread hop ({label[10:]})"
         lines.append(f"| {name} | {cells} | {max(values) / min(values):.2f}× |")
+    for label, _, _, inline in SETTINGS:
+        if inline:
+            values = [ratio[(f"overwritten-{label}", h)] for h in HISTORIES]
+            cells = " | ".join(f"{v:.2f}×" for v in values)
+            lines.append(
+                f"| {label}, ÷ the floor with its WAL overwritten | {cells} | {max(values) / min(values):.2f}× |"
+            )
     lines += [
         "",
         f"| storage cost − adjacent floor, µs (what the disk's speed does not set) | {sizes} |",
@@ -276,6 +371,27 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"| {label} | {median * 1e6:.0f} | {worst * 1e6:.0f} |")
     lines += [
         "",
+        f"| where the time over the floor goes (µs) | {' | '.join(f'synchronous={sync}' for sync in result['after_flush'])} |",
+        "|---|" + "---:|" * len(result["after_flush"]),
+    ]
+    effects = list(result["after_flush"].values())
+    lines.append(
+        "| a fixed piece of Python, warm | " + " | ".join(f"{w * 1e6:.0f}" for w, _, _ in effects) + " |"
+    )
+    lines.append(
+        "| the same, right after one bare commit | "
+        + " | ".join(f"{a * 1e6:.0f} ({a / w:.2f}×)" for w, a, _ in effects)
+        + " |"
+    )
+    lines.append(
+        "| the same, right after a sleep as long as that commit | "
+        + " | ".join(f"{z * 1e6:.0f} ({z / w:.2f}×)" for w, _, z in effects)
+        + " |"
+    )
+    cells = " | ".join(f"{o * 1e6:.0f} ({r:.2f}× the floor)" for o, r in result["overwriting"].values())
+    lines.append(f"| floor, WAL overwritten (a checkpoint restarted it) | {cells} |")
+    lines += [
+        "",
         "`storage cost` is a step with `storage='sqlite:///…'` minus the same step without storage: "
         f"the median time from one step to the next in a turn of {STEPS} steps (so the turn's fixed "
         "costs, the start record among them, are not in it). `floor` is one bare SQLite "
@@ -292,7 +408,14 @@ def report(result: dict[str, Any]) -> str:
         "so a fast disk needs a small one. "
         "`loop lateness` is how much later than asked another task's sleeps on the same event "
         "loop woke during the turn: the bench's steps are synchronous, so without storage too "
-        "they hold the loop until a step boundary yields (every 2 ms).",
+        "they hold the loop until a step boundary yields (every 2 ms). "
+        "`where the time over the floor goes`: a step runs all of its Python (its own, the bookkeeping, "
+        "the statements before the commit) after the previous step's flush, while the floor's loop "
+        "runs almost none between its commits; the fixed piece of Python shows how much slower code "
+        "runs right after a flush, and right after a sleep as long (the same slowdown means it is the "
+        "thread's blocking, not the disk). `floor, WAL overwritten` is the floor once a checkpoint has "
+        "restarted the WAL, so a commit no longer grows the file (the floor above uses new files, whose "
+        "WAL grows; the store checkpoints every ~100 pages, so its WAL is overwritten by the timed turn).",
         "",
     ]
     return "\n".join(lines)

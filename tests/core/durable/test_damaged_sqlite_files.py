@@ -96,8 +96,9 @@ async def test_a_healthy_file_is_never_taken_for_one_cut_short(tmp_path: Path) -
     file; an open store, a copy taken while it runs, a checkpoint cut off after its first page,
     and a reopened file all read every row."""
     path = tmp_path / "runs.db"
-    rows = {f"k:{n:04d}": "[" + ",".join(['"' + "x" * 60 + '"'] * 20) + "]" for n in range(400)}
-    first, later = dict(list(rows.items())[:200]), dict(list(rows.items())[200:])
+    # Both writes together stay below the store's own checkpoint interval (CHECKPOINT_PAGES).
+    rows = {f"k:{n:04d}": "[" + ",".join(['"' + "x" * 60 + '"'] * 20) + "]" for n in range(200)}
+    first, later = dict(list(rows.items())[:100]), dict(list(rows.items())[100:])
     store = SqliteCheckpointStore(str(path))
     await store.write(first)
     side = sqlite3.connect(path)

@@ -376,3 +376,21 @@ async def test_sqlite_checkpoints_the_wal_itself(tmp_path: Path) -> None:
     assert frames[1] < 1500 * 2  # the log was restarted since the first writes
     assert len(await store.list_prefix("k")) == 1500
     await store.aclose()
+
+
+async def test_sqlite_wal_stops_growing_once_checkpointed(tmp_path: Path) -> None:
+    """Step-sized commits overwrite the WAL in place soon after a store opens a file: once a
+    checkpoint has restarted the WAL, hardly a commit makes the file longer, so a full
+    commit's flush seldom waits for the file system to record a new size."""
+    path = tmp_path / "s.db"
+    store = SqliteCheckpointStore(str(path))  # synchronous=full, the default
+    wal = anyio.Path(f"{path}-wal")
+    sizes: list[int] = []
+    for i in range(300):  # one step's two rows per write, each small enough to commit inline
+        entry, trace = f"exec/e/ledger/{i:08d}", f"exec/e/trace/{i:08d}"
+        await store.write({entry: '"' + "x" * 500 + '"', trace: '"' + "t" * 100 + '"'})
+        sizes.append((await wal.stat()).st_size)
+    grown = [i for i in range(200, 300) if sizes[i] > sizes[i - 1]]
+    assert len(grown) <= 10, grown  # with a growing WAL each of the last 100 writes would grow it
+    assert len(await store.list_prefix("exec/e/")) == 600
+    await store.aclose()

@@ -217,3 +217,93 @@ async def test_the_memory_store_hands_out_copies_of_mutable_values_only() -> Non
     assert await store.get("d") == {"notes": ["a"]}
     assert await store.get("s") == "text"
     assert await store.get("missing") is None
+
+
+async def test_a_new_thread_bands_a_layer_moved_live_after_the_history() -> None:
+    """A new epoch reuses the last new epoch's banding only for the same placements: a layer
+    moved from `anchor` to `live` between threads renders after the history on the next
+    thread, though its recall returned the very same text (the same output)."""
+    note = Note("same text")
+    h, model = _harness([note])
+    async with h:
+        await h.run("hi", thread_id="t1")
+        note.placement = "live"
+        await h.run("hi", thread_id="t2")
+    roles = [[getattr(i, "role", None) for i in call.items] for call in model.calls]
+    assert roles == [["developer", "user"], ["user", "developer"]]
+    assert [_texts(call.items) for call in model.calls] == [["same text"], ["same text"]]
+
+
+async def test_a_new_thread_bands_an_auto_layer_by_its_churn_then() -> None:
+    """An `auto` layer is banded by its churn when an epoch opens: once it churns enough to be
+    demoted, the next thread renders it live, not as the last new epoch's plan had it."""
+    note = Note("same text")
+    note.placement = "auto"
+    h, model = _harness([note])
+    async with h:
+        await h.run("hi", thread_id="t1")
+        churn = h.layer_memory.anchors.churn_of("note")
+        churn.observed, churn.changed = 10.0, 10.0  # churning on every assembly
+        await h.run("hi", thread_id="t2")
+    roles = [[getattr(i, "role", None) for i in call.items] for call in model.calls]
+    assert roles == [["developer", "user"], ["user", "developer"]]
+
+
+async def test_a_new_thread_reports_the_churn_as_it_stands_though_its_pins_are_planned() -> None:
+    """Two threads with the very same outputs share one banding plan, yet each reports its
+    layer's churn as it stands when it assembles (here changed in between), not the figures
+    the plan was made with."""
+    h, _ = _harness([Note("same text")])
+    async with h:
+        first = await h.run("hi", thread_id="t1")
+        churn = h.layer_memory.anchors.churn_of("note")
+        churn.changed, churn.rebill_tokens = 1.0, 7.0
+        second = await h.run("hi", thread_id="t2")
+        third = await h.run("hi", thread_id="t3")
+    rows = []
+    for response in (first, second, third):
+        usage = response.last_layer_usage
+        assert usage is not None
+        (entry,) = usage.layers
+        rows.append((entry.served, entry.changed, entry.churn_rate, entry.rebill_tokens))
+    assert rows == [("fresh", False, 0.0, 0), ("fresh", False, 0.5, 7), ("fresh", False, 1 / 3, 7)]
+
+
+async def test_new_epochs_planned_alike_keep_pins_of_their_own() -> None:
+    """Epochs that pin by one plan each hold their own pins: a change published on one
+    thread (a replace update against its pin) leaves the other thread's epoch pinned to
+    the first text, which it then updates itself."""
+    note = Note("v1")
+    h, model = _harness([note])
+    async with h:
+        await h.run("hi", thread_id="t1")
+        await h.run("hi", thread_id="t2")
+        epochs = h.layer_memory.anchors.epochs
+        assert epochs["t:t1"].pins is not epochs["t:t2"].pins
+        note.text = "v2"
+        await h.run("hi", thread_id="t1")
+        assert epochs["t:t2"].pins["note"].text == "v1"
+        await h.run("hi", thread_id="t2")
+    updates = [[t for t in _texts(call.items) if "<context_updates" in t] for call in model.calls]
+    assert [len(u) for u in updates] == [0, 0, 1, 1]
+    assert all("v2" in u[0] for u in updates[2:])
+
+
+async def test_a_planned_new_epoch_counts_the_anchor_band_it_sends() -> None:
+    """A new epoch banded by the last one's plan reports the anchor tokens of what it sends:
+    the same count while the text is the same, the new text's once it changes."""
+    note = Note("short")
+    h, _ = _harness([note])
+    async with h:
+        responses = [await h.run("hi", thread_id="t1"), await h.run("hi", thread_id="t2")]
+        note.text = "a much longer paragraph than the first one " * 4
+        responses.append(await h.run("hi", thread_id="t3"))
+    counts = []
+    for response in responses:
+        usage = response.last_layer_usage
+        assert usage is not None and usage.epoch is not None
+        assert usage.epoch.anchor_tokens == sum(
+            estimate_item_tokens(i) for e in usage.layers for i in e.items
+        )
+        counts.append(usage.epoch.anchor_tokens)
+    assert counts[0] == counts[1] < counts[2]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +169,8 @@ class AnchorStore:
         self.churn: dict[str, Churn] = {}
         self.pending: dict[str, ReanchorReason] = {}
         self.live_renders: dict[str, Pin] = {}
+        #: How the last new epoch banded and pinned its outputs (`NewEpochPlan`).
+        self.new_epoch_plan: NewEpochPlan | None = None
         self._instructions: tuple[str, str] = ("", _text_hash(""))
 
     def instructions_hash(self, instructions: str) -> str:
@@ -368,9 +371,11 @@ class _Bands:
     """The bands of one assembly while they are filled in (a plain class: a dataclass with
     default factories costs several times as much to make, once per step)."""
 
-    __slots__ = ("anchor", "info", "live", "live_tokens", "served", "stale")
+    __slots__ = ("anchor", "info", "live", "live_tokens", "plan", "served", "stale")
 
     def __init__(self) -> None:
+        #: The `NewEpochPlan` the anchor band is, if it is one.
+        self.plan: NewEpochPlan | None = None
         self.anchor: list[Item] = []
         self.live: list[Item] = []
         self.live_tokens = 0
@@ -413,9 +418,13 @@ async def band_outputs(
     else:
         store.epochs.move_to_end(key)
     bands = _band_and_pin(epoch, outputs, placements, store, count_churn=True)
-    anchor_tokens = sum(map(tokens, bands.anchor))
-    supersedes, undescribed = await _supersedes(bands.stale, epoch.id, render_delta)
-    delta_tokens = estimate_items(supersedes)
+    plan = bands.plan
+    anchor_tokens = sum(map(tokens, bands.anchor)) if plan is None else plan.anchor_tokens(tokens)
+    if bands.stale:
+        supersedes, undescribed = await _supersedes(bands.stale, epoch.id, render_delta)
+        delta_tokens = estimate_items(supersedes)
+    else:  # nothing changed since the pins: no update message (most assemblies)
+        supersedes, undescribed, delta_tokens = (), False, 0
     config = store.config
     pressure = delta_tokens > max(config.min_pressure_tokens, config.delta_budget_fraction * anchor_tokens)
     overflow = undescribed or (
@@ -439,13 +448,13 @@ async def band_outputs(
         epoch.reason if epoch.assemblies == 1 else None,
     )
     return BandedView(
-        anchor=tuple(bands.anchor),
-        live=tuple(bands.live),
-        supersedes=tuple(supersedes),
-        served=tuple(bands.served),
-        info=bands.info,
-        epoch=figures,
-        key=key,
+        tuple(bands.anchor),
+        tuple(bands.live),
+        tuple(supersedes),
+        tuple(bands.served),
+        bands.info,
+        figures,
+        key,
     )
 
 
@@ -458,33 +467,36 @@ def _band_and_pin(
     count_churn: bool,
 ) -> _Bands:
     bands = _Bands()
-    anchored: dict[str, LayerOutput] = {}
-    for output in outputs:
-        placement = placements.get(output.layer_id)
-        band = epoch.auto_band.get(output.layer_id, "anchor") if placement == "auto" else placement
-        if placement is None or output.mutated_state or band == "live":
-            bands.live.extend(output.items)
-            bands.live_tokens += output.token_count
-            bands.served.append(output)
-            store.watch_live(output, count_churn)
-            churn = store.churn_of(output.layer_id)  # `changed` is about pins: a live render has none
-            bands.info[output.layer_id] = ServeInfo("live", "fresh", False, churn.rate, churn.rebill_tokens)
-        else:
-            anchored[output.layer_id] = output
     if not epoch.pins and epoch.assemblies == 0:
-        # A new epoch pins every anchored output as it is and serves it fresh, unchanged:
-        # what `_serve_pin` would do for each, without its comparisons (every turn on a new
-        # thread opens one).
-        pins, churns = epoch.pins, store.churn
-        for layer_id, output in anchored.items():
-            pin = pins[layer_id] = Pin.of(output)
-            bands.anchor.extend(output.items)
-            bands.served.append(pin.output or pin.served(layer_id))
-            churn = churns.get(layer_id) or store.churn_of(layer_id)
+        # A new epoch (every turn on a new thread opens one) pins every anchored output as it
+        # is and serves it fresh, unchanged: what `_serve_pin` would do for each, without its
+        # comparisons; the split and the pins are the store's `NewEpochPlan` for these outputs.
+        plan = store.new_epoch_plan
+        if plan is None or not plan.fits(outputs, placements, epoch.auto_band):
+            plan = store.new_epoch_plan = NewEpochPlan(outputs, placements, epoch.auto_band, store)
+        for output in plan.live:
+            _serve_live(bands, output, store, count_churn)
+        epoch.pins.update(plan.pins)
+        bands.plan = plan
+        bands.anchor.extend(plan.anchor)
+        bands.served.extend(plan.served)
+        info = bands.info
+        for layer_id, churn in plan.churns:
             if count_churn:
                 churn.observed += 1
-            bands.info[layer_id] = _serve_info("anchor", "fresh", False, churn.rate, churn.rebill_tokens)
+            # an unchanged layer's figures are the plain fresh anchor's (rate 0, no re-bill)
+            info[layer_id] = (
+                _FRESH_ANCHOR
+                if not churn.changed and not churn.rebill_tokens
+                else _serve_info("anchor", "fresh", False, churn.rate, churn.rebill_tokens)
+            )
         return bands
+    anchored: dict[str, LayerOutput] = {}
+    for output in outputs:
+        if _is_live(output, placements, epoch.auto_band):
+            _serve_live(bands, output, store, count_churn)
+        else:
+            anchored[output.layer_id] = output
     for layer_id, pin in epoch.pins.items():
         _serve_pin(bands, epoch, layer_id, pin, anchored.get(layer_id), placements, store, count_churn)
     for layer_id, output in anchored.items():
@@ -498,6 +510,93 @@ def _band_and_pin(
         bands.served.append(output)
         bands.info[layer_id] = ServeInfo("anchor", "fresh", True, churn.rate, churn.rebill_tokens)
     return bands
+
+
+def _is_live(output: LayerOutput, placements: Mapping[str, str], auto_band: Mapping[str, Band]) -> bool:
+    """Whether `output` renders after the history: its layer is not in the active set, its
+    recall committed state (AN-7), it is placed `live`, or it is `auto` and banded live."""
+    placement = placements.get(output.layer_id)
+    band = auto_band.get(output.layer_id, "anchor") if placement == "auto" else placement
+    return placement is None or output.mutated_state or band == "live"
+
+
+def _serve_live(bands: _Bands, output: LayerOutput, store: AnchorStore, count_churn: bool) -> None:
+    """Serve `output` fresh in the live band, counting it toward its layer's churn."""
+    bands.live.extend(output.items)
+    bands.live_tokens += output.token_count
+    bands.served.append(output)
+    store.watch_live(output, count_churn)
+    churn = store.churn_of(output.layer_id)  # `changed` is about pins: a live render has none
+    bands.info[output.layer_id] = ServeInfo("live", "fresh", False, churn.rate, churn.rebill_tokens)
+
+
+class NewEpochPlan:
+    """How a new epoch bands and pins one list of recall outputs, worked out once for them.
+
+    A new epoch's banding depends only on the outputs (the very objects: an unchanged string
+    recall is served as the same output, `LayerMemory.render_text`), the declared placements
+    and the epoch's `auto` bands; the store keeps the plan of the last new epoch and reuses it
+    while all three are the same, so the next thread's first assembly pins by copying a dict.
+    What moves between epochs — each layer's churn — is read afresh from `churns` every time.
+    Pins are shared between the epochs planned alike: a pin's own later changes (its digest,
+    its served output) are worked out from its items, so they hold for every such epoch.
+    """
+
+    __slots__ = (
+        "_counted",
+        "anchor",
+        "auto_band",
+        "churns",
+        "live",
+        "outputs",
+        "pins",
+        "placements",
+        "served",
+    )
+
+    def __init__(
+        self,
+        outputs: Sequence[LayerOutput],
+        placements: Mapping[str, str],
+        auto_band: Mapping[str, Band],
+        store: AnchorStore,
+    ):
+        self.outputs = tuple(outputs)
+        self.placements = dict(placements)
+        self.auto_band = dict(auto_band)
+        self.live: list[LayerOutput] = []
+        anchored: dict[str, LayerOutput] = {}
+        for output in outputs:
+            if _is_live(output, placements, auto_band):
+                self.live.append(output)
+            else:
+                anchored[output.layer_id] = output
+        self.pins = {layer_id: Pin.of(output) for layer_id, output in anchored.items()}
+        self.anchor = [item for output in anchored.values() for item in output.items]
+        self.served = [pin.served(layer_id) for layer_id, pin in self.pins.items()]
+        self.churns = [(layer_id, store.churn_of(layer_id)) for layer_id in anchored]
+        #: The estimator the anchor band was last counted with, and its count.
+        self._counted: tuple[Callable[[Item], int], int] | None = None
+
+    def anchor_tokens(self, tokens: Callable[[Item], int]) -> int:
+        """The tokens of the anchor band by `tokens`, counted once per estimator (the same
+        items always count the same)."""
+        counted = self._counted
+        if counted is None or counted[0] != tokens:
+            counted = self._counted = (tokens, sum(map(tokens, self.anchor)))
+        return counted[1]
+
+    def fits(
+        self, outputs: Sequence[LayerOutput], placements: Mapping[str, str], auto_band: Mapping[str, Band]
+    ) -> bool:
+        """Whether this plan is the one of these very outputs, placements and `auto` bands."""
+        mine = self.outputs
+        return (
+            len(outputs) == len(mine)
+            and all(map(operator.is_, outputs, mine))
+            and placements == self.placements
+            and auto_band == self.auto_band
+        )
 
 
 def _serve_pin(

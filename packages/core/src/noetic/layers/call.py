@@ -17,6 +17,7 @@ what the harness keeps across turns is `noetic.layers.memory`.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from noetic.items import (
     developer_message,
     parse_item,
 )
+from noetic.layers.anchoring import LayerOutput, band_outputs, lineage_key
 from noetic.layers.budgets import Projection
 from noetic.layers.contract import UNSET, CallResult, RecallResult
 from noetic.layers.frame import (
@@ -40,7 +42,6 @@ from noetic.layers.frame import (
     report,
     run_hook,
     run_hooks,
-    slot_of,
 )
 from noetic.layers.overflow import summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
@@ -51,12 +52,16 @@ from noetic.tokens import estimate_text
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
-    from noetic.layers.anchoring import BandedView, LayerOutput
+    from noetic.layers.anchoring import BandedView
     from noetic.layers.memory import LayerMemory
     from noetic.model import ModelAdapter
     from noetic.usage import LastLayerUsage, RoundUsage
 
 __all__ = ["LayeredCall"]
+
+
+#: An entry's layer, read in C.
+_layer_of: Callable[[LayerEntry], Any] = operator.attrgetter("layer")
 
 
 class _SeenLog:
@@ -158,8 +163,8 @@ class LayeredCall:
         system_tokens = estimate_text(instructions) if instructions else 0
         call = cls(frame, ctx, memory, projection, query, system_tokens, model)
         entries = frame.active()
-        call._budgets = memory.budgets([e.layer for e in entries], projection, system_tokens)
-        call._outputs = await call._recall(entries, call._budgets)
+        call._budgets = memory.budgets(list(map(_layer_of, entries)), projection, system_tokens)
+        call._outputs = await call._recall(frame.with_hook("recall"), call._budgets)
         await frame.flush()
         await call._band(instructions, entries)
         return call
@@ -173,8 +178,6 @@ class LayeredCall:
             layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...]
         ) -> str | None:
             return await self._render_delta(layer_id, previous, current, budgets.get(layer_id, 0))
-
-        from noetic.layers.anchoring import band_outputs, lineage_key
 
         self._instructions = instructions
         self.banded = banded = await band_outputs(
@@ -205,20 +208,20 @@ class LayeredCall:
         for entry in entries:
             self._memory.recalls.invalidate(entry.cache_key)  # eventual layers render afresh
         outputs = {o.layer_id: o for o in self._outputs if o.layer_id not in layer_ids}
-        outputs.update((o.layer_id, o) for o in await self._recall(entries, self._budgets))
+        recallers = [e for e in self.frame.with_hook("recall") if e.id in layer_ids]
+        outputs.update((o.layer_id, o) for o in await self._recall(recallers, self._budgets))
         await self.frame.flush()
         self._outputs = [outputs[e.id] for e in self.frame.with_hook("recall") if e.id in outputs]
         await self._band(self._instructions, active)
 
-    async def _recall(self, entries: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
-        ordered = sorted(entries, key=slot_of)  # stable: ties keep array order
+    async def _recall(self, recallers: Sequence[LayerEntry], budgets: dict[str, float]) -> list[LayerOutput]:
+        """The outputs of `recallers` (active entries defining `recall`, slot ascending,
+        `LayerFrame.with_hook`), in that order (LY-3)."""
         cache = self._memory.recalls
         found: dict[str, LayerOutput] = {}
         called: list[LayerEntry] = []
         eventual: set[str] = set()
-        for entry in ordered:
-            if entry.hooks.get("recall") is None:
-                continue
+        for entry in recallers:
             if getattr(entry.layer, "recall_mode", "atomic") == "eventual":
                 eventual.add(entry.id)
                 cached = cache.get(entry.cache_key)
@@ -232,18 +235,19 @@ class LayeredCall:
 
         def recalled(entry: LayerEntry, value: Any) -> None:
             output: LayerOutput | None
+            layer_id = entry.id
             if type(value) is str:  # most recalls return one: its render, reused while unchanged
-                last = renders.get(entry.id)
+                last = renders.get(layer_id)
                 if last is not None and last.text == value:
                     output = last  # `LayerMemory.render_text`'s hit, inline
                 else:
-                    output = memory.render_text(entry.id, value) if value else None
+                    output = memory.render_text(layer_id, value) if value else None
             else:
                 output = _output(entry, value, memory)
             if output is not None:
-                if entry.id in eventual:
+                if layer_id in eventual:
                     cache.put(entry.cache_key, output)
-                found[entry.id] = output
+                found[layer_id] = output
 
         def failed(entry: LayerEntry, exc: Exception) -> None:
             if is_cancellation(exc):
@@ -254,11 +258,13 @@ class LayeredCall:
         await run_hooks(
             called,
             "recall",
-            lambda entry: (LayerContext(entry, ctx, query=query), budgets.get(entry.id, 0)),
+            lambda entry: (LayerContext(entry, ctx, query), budgets.get(entry.id, 0)),
             recalled,
             failed,
         )
-        return [found[e.id] for e in ordered if e.id in found]
+        if not eventual:  # then `found` was filled in `recallers` order
+            return list(found.values())
+        return [found[e.id] for e in recallers if e.id in found]
 
     async def _render_delta(
         self, layer_id: str, previous: tuple[Item, ...], current: tuple[Item, ...], budget: float
@@ -360,6 +366,12 @@ class LayeredCall:
         assert self.banded is not None
         return LazyUsage.of_layers(parts, execution_id, self._history_tokens, self.banded)
 
+    @property
+    def stores(self) -> bool:
+        """Whether some layer of the frame defines `store` (else the step builds no
+        `CallResult` for it)."""
+        return bool(self.frame.defining("store"))
+
     async def store(self, result: CallResult) -> None:
         """Run every active layer's `store` concurrently, all-settled (LY-7)."""
         if not self.frame.defining("store"):
@@ -372,7 +384,7 @@ class LayeredCall:
 
         def args(entry: LayerEntry) -> tuple[Any, ...]:
             snapshot = detached(entry.state)
-            return LayerContext(entry, self.ctx, query=self.query, snapshot=snapshot), result
+            return LayerContext(entry, self.ctx, self.query, snapshot), result
 
         def stored(entry: LayerEntry, value: Any) -> None:
             if value is not None:
@@ -410,6 +422,4 @@ def _output(entry: LayerEntry, value: Any, memory: LayerMemory) -> LayerOutput |
     mutated = value.state is not UNSET
     if mutated:
         entry.set_state(value.state)
-    from noetic.layers.anchoring import LayerOutput
-
     return LayerOutput(entry.id, items, int(value.token_count), mutated_state=mutated)

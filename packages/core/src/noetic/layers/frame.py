@@ -70,20 +70,18 @@ class LayerEntry:
         self,
         layer: Any,
         storage: ScopedStorage,
-        *,
-        state: Any = None,
+        hooks: Mapping[str, Callable[..., Any] | None],
         started: bool,
         durable: bool,
-        hooks: Mapping[str, Callable[..., Any] | None] | None = None,
         checked: bool = False,
     ):
         self.layer = layer
         #: The layer id.
         self.id: str = layer.id
         #: The layer's hooks by name (None where it defines none), looked up once (`hook_table`).
-        self.hooks = hook_table(layer) if hooks is None else hooks
+        self.hooks = hooks
         self.storage = storage
-        self.state = state
+        self.state: Any = None
         self.started = started
         self.durable = durable
         #: Whether a checkpoint holds this state (the harness has storage): then every new
@@ -175,6 +173,11 @@ def hook_table(layer: Any) -> dict[str, Callable[..., Any] | None]:
     return {name: _defined(layer, name) for name in HOOK_NAMES}
 
 
+#: An entry's layer and a layer's slot, read in C (`hook_index` reads both for every frame).
+_layer_of: Callable[[LayerEntry], Any] = operator.attrgetter("layer")
+_slot: Callable[[Any], float] = operator.attrgetter("slot")
+#: Whether an entry has state to write (`LayerEntry.dirty`), read in C.
+_dirty: Callable[[LayerEntry], bool] = operator.attrgetter("dirty")
 #: A harness's hook indexes (`hook_index`): by the ids and slots of a list of layer objects,
 #: the objects (held, so no id is reused while remembered) and the index.
 HookIndexes = dict[tuple[Any, ...], tuple[tuple[Any, ...], Mapping[str, tuple[int, ...]]]]
@@ -188,8 +191,8 @@ def hook_index(memo: HookIndexes, entries: Sequence[LayerEntry]) -> Mapping[str,
     objects (their hooks are fixed once they run, `hook_table`) and their slots, so it is
     worked out once per such list and `memo`'d: a harness's frames repeat the same layers
     turn after turn."""
-    layers = tuple([e.layer for e in entries])
-    key = (tuple(map(id, layers)), tuple([layer.slot for layer in layers]))
+    layers = tuple(map(_layer_of, entries))
+    key = (tuple(map(id, layers)), tuple(map(_slot, layers)))
     found = memo.get(key)
     if found is not None:
         return found[1]
@@ -214,7 +217,7 @@ class LayerContext:
 
     __slots__ = ("_entry", "_snapshot", "execution", "query")
 
-    def __init__(self, entry: LayerEntry, execution: Context, *, query: str = "", snapshot: Any = UNSET):
+    def __init__(self, entry: LayerEntry, execution: Context, query: str = "", snapshot: Any = UNSET):
         self._entry = entry
         self._snapshot = snapshot
         self.execution = execution
@@ -398,10 +401,6 @@ def _takes_argument(fn: Callable[..., Any]) -> bool:
     return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
-#: An entry's slot, the sort key of every slot-ordered pass (read in C, not a Python call).
-slot_of: Callable[[LayerEntry], float] = operator.attrgetter("layer.slot")
-
-
 def commit_state(entry: LayerEntry, ctx: Context, value: Any, hook: str) -> None:
     """Give `entry` the state hook `hook` returned (`UNSET` keeps it) and drop its cached
     recall, so an eventual layer renders the new state next time. A state `set_state`
@@ -450,6 +449,7 @@ class LayerFrame:
     """
 
     __slots__ = (
+        "_all_started",
         "_closed",
         "_ctx",
         "_handles",
@@ -485,6 +485,9 @@ class LayerFrame:
         #: `handles`, held weakly (the handles hold this frame; `ctx.context` keeps them alive).
         self._handles: weakref.ref[LayerHandles] | None = None
         self._hooked: dict[str, tuple[LayerEntry, ...]] | None = None
+        #: Whether `start` ran to its end: then every owned entry is started or disabled, and
+        #: stays so (nothing un-starts an entry), so a later `start` has nothing to do.
+        self._all_started = False
 
     @property
     def ctx(self) -> Context:
@@ -548,8 +551,9 @@ class LayerFrame:
 
     def bind(self) -> None:
         """Make this the frame of its context (`ctx._layers`, `ctx.context`)."""
-        self.ctx._layers = self
-        self.ctx.context = self.handles
+        ctx = self.ctx
+        ctx._layers = self
+        ctx.context = self.handles
 
     async def start(self) -> None:
         """Run `init` for owned entries not started yet: sequential, array order (LY-1).
@@ -557,6 +561,8 @@ class LayerFrame:
         A failing `init` disables its layer under `on_init_error="disable"`; otherwise it
         raises `layer_init_failed` and the execution fails.
         """
+        if self._all_started:
+            return
         pending = []
         for entry in self.owned:
             if entry.started or entry.disabled:
@@ -569,9 +575,12 @@ class LayerFrame:
             await run_hooks(
                 pending, "init", lambda entry: (LayerContext(entry, self.ctx),), _started, _init_failed
             )
+        self._all_started = True
 
     async def flush(self) -> None:
         """Write changed durable state of every entry through to storage."""
+        if not any(map(_dirty, self.entries)):  # most steps change no durable state
+            return
         for entry in self.entries:
             if entry.dirty:
                 await entry.flush()
@@ -584,12 +593,13 @@ class LayerFrame:
         if self._teardown is not None:
             return False
         owned = self.owned
-        for entry in owned:
-            if entry.dirty:
-                return False
+        if any(map(_dirty, owned)):
+            return False
         hooked = self._hooked
         if hooked is None:
             hooked = self._hook_lists()
+        if "on_complete" not in hooked and "dispose" not in hooked:  # most layer sets define neither
+            return True
         for name in ("on_complete", "dispose"):
             for entry in hooked.get(name, ()):
                 if entry.active and entry in owned:

@@ -24,7 +24,7 @@ __all__ = ["LayerSet", "context"]
 class LayerSet:
     """Context layers (objects or registered names) in array order; see the module docstring."""
 
-    __slots__ = ("_registry", "_resolved", "specs")
+    __slots__ = ("_registry", "_resolved", "names", "specs")
 
     def __init__(self, layers: Iterable[Any] = ()):
         specs: list[Any] = []
@@ -50,9 +50,11 @@ class LayerSet:
                 specs.append(spec)
         _check_unique([s for s in specs if not isinstance(s, str)])
         self.specs: tuple[Any, ...] = tuple(specs)
+        #: The registered names this set refers to (every frame of the set asks).
+        self.names: tuple[str, ...] = tuple(s for s in specs if isinstance(s, str))
         self._registry: object | None = None
         self._resolved: tuple[Any, ...] | None = None
-        if not any(isinstance(s, str) for s in specs):
+        if not self.names:
             self._resolved = self.specs
 
     @classmethod
@@ -61,11 +63,6 @@ class LayerSet:
         if layers is None or isinstance(layers, LayerSet):
             return layers
         return cls(layers)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The registered names this set refers to."""
-        return tuple(s for s in self.specs if isinstance(s, str))
 
     def resolve(self, registry: Registry[Any] | None) -> tuple[Any, ...]:
         """The layer objects, creating named ones with their registered factory."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,8 @@ MAX_SUMMARIES = 1000
 MAX_MEMOIZED_ITEMS = 100_000
 #: Budget splits (and hook tables) kept before the memo starts over.
 MAX_MEMOIZED_SPLITS = 1_000
+#: A layer's id, read in C (every step's budget split is looked up by its layers' ids).
+_layer_id: Callable[[Any], str] = operator.attrgetter("id")
 
 
 class RecallCache:
@@ -161,7 +164,7 @@ class LayerMemory:
         changes with the layers (ids and budget specs) and the window, so it is remembered
         for them; the caller must not change the returned dict."""
         specs = tuple([getattr(layer, "budget", "auto") for layer in layers])
-        key = (projection.token_budget, projection.response_reserve, system_tokens, *[x.id for x in layers])
+        key = (projection.token_budget, projection.response_reserve, system_tokens, *map(_layer_id, layers))
         found = self.allocations.get(key)
         if found is not None and found[0] == specs:
             return found[1]

@@ -241,15 +241,9 @@ class LayerRuntime:
                 found = scopes[scope] = (scope_key(scope, ctx), owning_thread(scope, ctx))
             table = hook_tables.get(id(layer))  # `LayerMemory.hooks`, its hit inline
             hooks = table[1] if table is not None and table[0] is layer else self.memory.hooks(layer)
+            storage = ScopedStorage(store, layer.id, found[0], found[1])
             entries.append(
-                LayerEntry(
-                    layer,
-                    ScopedStorage(store, layer.id, *found),
-                    started=hooks["init"] is None,
-                    durable=scope != "execution",
-                    hooks=hooks,
-                    checked=checked,
-                )
+                LayerEntry(layer, storage, hooks, hooks["init"] is None, scope != "execution", checked)
             )
         return entries
 
@@ -410,7 +404,7 @@ class LayerRuntime:
 
     async def _inherit(self, entry: LayerEntry, parent: Context, child: Context, fork: bool) -> LayerEntry:
         """The child's entry for an inherited layer, through `on_spawn` (SP-2, LY-8)."""
-        inherited = LayerEntry(entry.layer, entry.storage, started=True, durable=False, hooks=entry.hooks)
+        inherited = LayerEntry(entry.layer, entry.storage, entry.hooks, started=True, durable=False)
         if entry.hook("on_spawn") is None:
             inherited.disabled = entry.hook("init") is not None  # stateful layers need on_spawn
             return inherited

@@ -269,9 +269,11 @@ class CallModel(Step[OutT]):
         # for a durable run's trace row (IN-1)
         later = layered.usage_later(parts, ctx.id)
         ctx.last_layer_usage = later if run.recorder is None else later()
-        text = last_assistant_text(response_items)
-        await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
-        return text if self.output is None else parsed
+        if layered.stores:
+            text = last_assistant_text(response_items)
+            await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
+            return text if self.output is None else parsed
+        return last_assistant_text(response_items) if self.output is None else parsed
 
     def _tool_table(
         self, harness_tools: tuple[Tool, ...]
