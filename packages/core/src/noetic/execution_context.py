@@ -157,16 +157,24 @@ class Context:
     ):
         self.id = id or new_execution_id()
         self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
         self._exec = execution
         self.item_log = item_log if item_log is not None else ItemLog()
         self.state = state
-        self.context = _NO_LAYERS if parent is None else parent.context
         #: The layer frame active on this context (`noetic.layers`); children share the parent's
         #: until `spawn` / `in_parallel` give them their own.
-        self._layers: LayerFrame | None = None if parent is None else parent._layers
-        self.thread_id = thread_id or (parent.thread_id if parent else execution.thread_id)
-        self.resource_id = resource_id or (parent.resource_id if parent else execution.resource_id)
+        self._layers: LayerFrame | None
+        if parent is None:
+            self.depth = 0
+            self.context = _NO_LAYERS
+            self._layers = None
+            self.thread_id = thread_id or execution.thread_id
+            self.resource_id = resource_id or execution.resource_id
+        else:
+            self.depth = parent.depth + 1
+            self.context = parent.context
+            self._layers = parent._layers
+            self.thread_id = thread_id or parent.thread_id
+            self.resource_id = resource_id or parent.resource_id
         self._span: Span | None = None  # set when tracing (`span`)
         self._step_meta: StepMeta | Callable[[], StepMeta] | None = None
         self._layer_usage: LastLayerUsage | Callable[[], LastLayerUsage] | None = None

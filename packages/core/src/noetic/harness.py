@@ -30,6 +30,7 @@ from noetic.channels import Channel, ChannelHandle, ChannelHub
 from noetic.empty_lists import MaybeList, added, removed
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
 from noetic.execution_context import Context
+from noetic.framework_events import turn_started
 from noetic.ids import checked_id, new_item_id
 from noetic.items import Item, ItemLog, is_item, user_message
 from noetic.layers.budgets import Projection
@@ -48,7 +49,7 @@ from noetic.steps.base import OutT, Step, execute, reset_frame, restore_frame
 from noetic.steps.model_call import last_assistant_text
 from noetic.streams import StreamEvent, TurnStream, items_from_events
 from noetic.tools import Tool
-from noetic.usage import RoundUsage
+from noetic.usage import RoundUsage, counted_usage
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -739,6 +740,21 @@ class AgentHarness(Generic[OutT]):
         *,
         start_worker: bool = True,
     ) -> _Ticket:
+        return self._queue_input(input, thread_id, execution_id, resource_id, state, restored, start_worker)[
+            1
+        ]
+
+    def _queue_input(
+        self,
+        input: Any,
+        thread_id: str | None,
+        execution_id: str | None,
+        resource_id: str | None,
+        state: Any,
+        restored: Restored | None,
+        start_worker: bool,
+    ) -> tuple[_Session, _Ticket]:
+        """Queue `input` on its thread's session (`_enqueue`); the session and the ticket."""
         self._require_started()
         if execution_id is not None:  # refused before a turn is queued, as the thread id is
             checked_id("execution_id", execution_id)
@@ -755,7 +771,7 @@ class AgentHarness(Generic[OutT]):
         if start_worker and not session.running:
             session.running = True
             self._spawn(partial(self._drain, session), self._worker_scopes)
-        return ticket
+        return session, ticket
 
     async def execute(
         self,
@@ -796,8 +812,7 @@ class AgentHarness(Generic[OutT]):
         # concurrent runs) holds only this coroutine and the pass's one generator.
         for _ in range(self._yields_to_subscribe):
             await self._scheduler_pass()
-        ticket = self._enqueue(input, thread_id, execution_id, resource_id, state, start_worker=False)
-        session = self._session(thread_id)
+        session, ticket = self._queue_input(input, thread_id, execution_id, resource_id, state, None, False)
         if not session.running:  # an idle thread: run the turn in the caller's task, no worker
             session.running = True
             await self._drain(session)
@@ -963,7 +978,7 @@ class AgentHarness(Generic[OutT]):
         session.current = ctx
         session.stream.start_turn()
         started = time.monotonic()
-        run.emit("turn_started", {"turn_id": turn_id, "thread_id": session.thread_id, "execution_id": ctx.id})
+        run.emit_later(turn_started, turn_id, session.thread_id, ctx.id)
         first_item = len(session.log) if restored is None else restored.snapshot.first_item
         frame = reset_frame()
         span_token = run.open_root_span(ctx, first.trace_parent, resumed=restored is not None)
@@ -1097,7 +1112,7 @@ class AgentHarness(Generic[OutT]):
             output=output,
             text=text,
             items=items,
-            usage=RoundUsage(input_tokens=ctx._in, output_tokens=ctx._out, cached_tokens=ctx._cached),
+            usage=counted_usage(ctx._in, ctx._out, ctx._cached),
             cost=ctx.cost,
             billed_cost=ctx.billed_cost,
             held_cost=ctx.held_cost,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, 
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
+from noetic.assembled import assembled
 from noetic.empty_lists import MaybeList, added
 from noetic.errors import NoeticConfigError
 from noetic.ids import new_item_id
@@ -271,7 +272,17 @@ def item_text(item: Item) -> str:
 
 def user_message(text: str) -> MessageItem:
     """A completed user message with one `input_text` part."""
-    return MessageItem(role="user", content=[InputText(text=text)])
+    if type(text) is not str:  # validated: anything else is refused, a `str` subclass copied
+        return MessageItem(role="user", content=[InputText(text=text)])
+    part = assembled(InputText, {"type": "input_text", "text": text}, {"text"}, {})
+    values = {
+        "id": new_item_id("msg"),
+        "status": "completed",
+        "type": "message",
+        "role": "user",
+        "content": [part],
+    }
+    return assembled(MessageItem, values, {"role", "content"}, {})  # items keep extra fields
 
 
 def assistant_message(text: str) -> MessageItem:
@@ -375,7 +386,7 @@ class ItemLog:
         """Append one item to the log."""
         if self._packed is not None:
             self.unpack()
-        parsed = parse_item(item)
+        parsed = item if isinstance(item, _ITEM_CLASSES) else parse_item(item)  # an item: as it is
         self._items.append(parsed)
         if self._ids is not None:
             self._ids.add(parsed.id)

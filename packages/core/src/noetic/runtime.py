@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from noetic.accounting import accept_hold, accept_settlement
 from noetic.execution_context import Context, to_decimal
-from noetic.items import Item, ItemLog
+from noetic.framework_events import item_appended
+from noetic.items import ItemLog
 from noetic.layers.runtime import LayerRuntime
 from noetic.model import ReasoningDelta, TextDelta
 from noetic.streams import TURN_END_EVENTS, StreamEvent, TurnStream
@@ -91,6 +93,7 @@ class Execution:
         "_prefix",
         "_root",
         "_stream",
+        "emit_later",
         "harness",
         "layers",
         "ledger",
@@ -114,6 +117,9 @@ class Execution:
         self.harness = harness
         self._stream = stream
         self._prefix = f"{harness.name}:"
+        #: `emit_later(build, *values)` publishes the event a `noetic.framework_events` builder
+        #: makes from `values`, built only when someone reads it (`TurnStream.deliver_later`).
+        self.emit_later = stream.deliver_later
         self.thread_id = thread_id
         self.resource_id = resource_id
         self.turn_id = turn_id
@@ -170,14 +176,7 @@ class Execution:
 
     def watch_log(self, ctx: Context) -> None:
         """Publish `item_appended` for every item appended to `ctx.item_log`."""
-        deliver = self._stream.deliver
-        kind = self._prefix + "item_appended"
-        ctx_id = ctx.id
-
-        def appended(item: Item) -> None:
-            deliver(_event(StreamEvent, ("framework", kind, {"item": item, "execution_id": ctx_id})))
-
-        ctx.item_log.listen(appended)
+        ctx.item_log.listen(partial(self._stream.deliver_later, item_appended, ctx.id))
 
     # --- contexts ---------------------------------------------------------------------------
 

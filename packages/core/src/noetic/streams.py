@@ -7,6 +7,11 @@ thread; it keeps the events of the running turn (up to 10,000, dropped when it e
 subscriber that arrives mid-turn sees them, and ends each subscription when the turn ends.
 Publishing costs one append per event plus one append per subscriber; a waiting subscriber is
 woken once per batch.
+
+Most turns have no reader at all (`run()` with nobody subscribed): the framework events of
+such a turn are kept in the buffer as the function that builds each one and its arguments
+(`deliver_later`), and built only if a subscriber arrives mid-turn and replays them, so a turn
+nobody watches never makes their payload dicts. What a subscriber reads is the same either way.
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ _DELTA_TYPES: dict[type, str] = {
     ReasoningDelta: "response.reasoning_text.delta",
 }
 _new_tuple = tuple.__new__
+#: A framework event kept unbuilt in a turn's buffer: the function that builds it from the
+#: stream's `{harness name}:` prefix and the arguments, and those arguments (`deliver_later`).
+_Unbuilt = tuple[Callable[..., "StreamEvent"], tuple[Any, ...]]
 #: A model step lets the event loop run after this many deltas in a row (ST-2): a model stream
 #: that never suspends (an in-memory adapter, a burst already buffered) would otherwise run
 #: to its end before any subscriber read a delta, holding every event of the round in memory.
@@ -85,12 +93,15 @@ def _end_types(harness_name: str) -> frozenset[str]:
 class TurnStream:
     """The events of one thread's turns and their subscribers."""
 
-    __slots__ = ("_buffer", "_end_types", "_subscribers", "active", "closed", "tap")
+    __slots__ = ("_buffer", "_end_types", "_prefix", "_subscribers", "active", "closed", "tap")
 
     def __init__(self, harness_name: str):
-        #: The running turn's events so far, for late subscribers; None between turns, so an
-        #: idle thread holds no buffer.
-        self._buffer: deque[StreamEvent] | None = None
+        #: The running turn's events so far, for late subscribers (framework events nobody has
+        #: read yet unbuilt, `deliver_later`); None between turns, so an idle thread holds no
+        #: buffer.
+        self._buffer: deque[StreamEvent | _Unbuilt] | None = None
+        #: What every framework event type of this stream starts with.
+        self._prefix = f"{harness_name}:"
         #: The subscriptions; `()` when there are none (most threads, between their turns,
         #: keep no empty list).
         self._subscribers: MaybeList[Subscription] = ()
@@ -163,6 +174,22 @@ class TurnStream:
                 sub.wake = None
                 wake.set()
 
+    def deliver_later(self, build: Callable[..., StreamEvent], *args: Any) -> None:
+        """Deliver the framework event `build(prefix, *args)` makes (`prefix` is
+        `"{harness name}:"`), an event that cannot end the turn.
+
+        While nobody reads the stream (no subscriber, no tap) the buffer keeps only `build`
+        and `args`; a subscriber arriving later in the turn gets the event built then
+        (`subscribe`), equal to the one built now. `args` must be values that do not change
+        afterwards (ids, numbers, items, usage).
+        """
+        if self._subscribers or self.tap is not None:
+            self.deliver(build(self._prefix, *args))
+            return
+        buffer = self._buffer
+        if buffer is not None:
+            buffer.append((build, args))
+
     def publish(self, event: StreamEvent) -> None:
         """Deliver one event, ending the turn's buffering when it is a turn-end event."""
         self.deliver(event)
@@ -174,11 +201,27 @@ class TurnStream:
         """True for the event that ends a turn of this stream."""
         return event.type in self._end_types
 
+    def _built_buffer(self) -> deque[StreamEvent]:
+        """The running turn's buffer with every unbuilt event built, kept built in it (so a
+        second late subscriber replays the very same event objects)."""
+        buffer = self._buffer
+        assert buffer is not None
+        if any(type(entry) is tuple for entry in buffer):  # a `StreamEvent` is a tuple subclass
+            buffer = self._buffer = deque(map(self._built, buffer), maxlen=_BUFFER)
+        return buffer  # type: ignore[return-value]  # every entry is a StreamEvent now
+
+    def _built(self, entry: StreamEvent | _Unbuilt) -> StreamEvent:
+        """A buffered entry as its event (an unbuilt one is built now)."""
+        if isinstance(entry, StreamEvent):
+            return entry
+        build, args = entry
+        return build(self._prefix, *args)
+
     async def subscribe(self) -> AsyncIterator[StreamEvent]:
         """Events of the running turn (from its start) or of the next one, until it ends."""
         sub = Subscription(self)
         if self.active and self._buffer is not None:
-            sub.pending.extend(self._buffer)
+            sub.pending.extend(self._built_buffer())
         pending, end_types = sub.pending, self._end_types
         try:
             while True:

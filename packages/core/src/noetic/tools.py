@@ -12,20 +12,33 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
+from noetic.assembled import assembled
 from noetic.errors import NoeticConfigError, NoeticError
+from noetic.ids import new_item_id
 from noetic.items import FunctionCallItem, FunctionCallOutputItem
 from noetic.model import ToolDefinition
 from noetic.schema import Schema, SchemaError, to_jsonable
 from noetic.steps.base import Step, check_in_thread, takes_ctx
 
 if TYPE_CHECKING:
+    import json
+
     from noetic.custom_items import CustomItemDecl
     from noetic.execution_context import Context
 
-__all__ = ["InvokeTool", "Tool", "cancelled_output", "error_output", "invoke_tool", "run_tool_call", "tool"]
+__all__ = [
+    "InvokeTool",
+    "Tool",
+    "cancelled_output",
+    "error_output",
+    "invoke_tool",
+    "run_tool_call",
+    "tool",
+    "tool_output",
+]
 
 
 #: Result types that are never awaitable (exact types: a subclass may define `__await__`).
@@ -99,10 +112,19 @@ def tool(
 
 
 def encode_output(value: Any) -> str:
-    """JSON-encode a tool result for a `function_call_output`."""
+    """JSON-encode a tool result for a `function_call_output`: what
+    `json.dumps(value, ensure_ascii=False, default=str)` gives, pydantic models dumped first."""
+    if type(value) is int:  # what the encoder writes for an exact int, without starting it
+        return int.__repr__(value)
+    return _encoder().encode(to_jsonable(value))
+
+
+@cache
+def _encoder() -> json.JSONEncoder:
+    """One encoder for every tool result (`json.dumps` with options builds one per call)."""
     import json  # on first use: `import json` compiles its regexes (5 M instructions)
 
-    return json.dumps(to_jsonable(value), ensure_ascii=False, default=str)
+    return json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 async def run_tool_call(
@@ -125,7 +147,21 @@ async def run_tool_call(
         return error_output(call, str(exc)), True
     except Exception as exc:  # noqa: BLE001 - the model reads the error and may recover
         return error_output(call, f"tool {call.name!r} raised {type(exc).__name__}: {exc}"), True
-    return FunctionCallOutputItem(call_id=call.call_id, output=encode_output(result)), False
+    return tool_output(call.call_id, encode_output(result)), False
+
+
+def tool_output(call_id: str, output: str) -> FunctionCallOutputItem:
+    """The completed `function_call_output` of `call_id` carrying `output`."""
+    if type(call_id) is str and type(output) is str:  # as validation leaves them: no need to run it
+        values = {
+            "id": new_item_id("fco"),
+            "status": "completed",
+            "type": "function_call_output",
+            "call_id": call_id,
+            "output": output,
+        }
+        return assembled(FunctionCallOutputItem, values, {"call_id", "output"}, {})
+    return FunctionCallOutputItem(call_id=call_id, output=output)
 
 
 def cancelled_output(call: FunctionCallItem, reason: str) -> FunctionCallOutputItem:

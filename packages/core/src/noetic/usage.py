@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from noetic.assembled import assembled
 from noetic.lazy import lazy_attribute, lazy_dir
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ __all__ = [
     "StepMeta",
     "TokenUsage",
     "add_optional",
+    "counted_usage",
 ]
 
 
@@ -55,6 +57,25 @@ class RoundUsage(_Frozen):
     cached_tokens: int | None = None
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
+
+
+def counted_usage(input_tokens: int, output_tokens: int, cached_tokens: int | None) -> RoundUsage:
+    """`RoundUsage(input_tokens=..., output_tokens=..., cached_tokens=...)` for the counts a
+    context summed (exact ints, assembled without validation; anything else validated)."""
+    if (
+        type(input_tokens) is int
+        and type(output_tokens) is int
+        and (cached_tokens is None or type(cached_tokens) is int)
+    ):
+        values = {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cached_tokens": cached_tokens,
+            "cache_write_tokens": None,
+            "reasoning_tokens": None,
+        }
+        return assembled(RoundUsage, values, {"input_tokens", "output_tokens", "cached_tokens"}, None)
+    return RoundUsage(input_tokens=input_tokens, output_tokens=output_tokens, cached_tokens=cached_tokens)
 
 
 def add_optional(a: int | None, b: int | None) -> int | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic
 
 import anyio
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
+from noetic.framework_events import step_completed, step_started
 from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
@@ -225,8 +226,7 @@ async def execute(
                 span.set_attribute("noetic.replayed", True)
             return output
         mark = ledger.mark(ctx, seen)
-    emit = run.emit
-    emit("step_started", {"step_id": step.id, "kind": step.kind, "path": path})
+    run.emit_later(step_started, step.id, step.kind, path)
     token = _frame.set(Frame(path))
     try:
         if step.emit_items:
@@ -252,7 +252,7 @@ async def execute(
         _frame.reset(token)
     if ctx._aborted:  # aborted while it ran: the result is not this step's output
         raise cancelled(ctx._abort_reason)
-    emit("step_completed", {"step_id": step.id, "kind": step.kind, "path": path})
+    run.emit_later(step_completed, step.id, step.kind, path)
     if ledger is not None:  # the entry and the snapshot after it are one write (RS-1, RS-16)
         await run.checkpoint(ctx, ledger.record(path, step, output, ctx, mark), step_end=True)
     return output

@@ -21,7 +21,7 @@ step that has layers: a program whose calls have none never loads it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import anyio
 from noetic.accounting import accept_round
 from noetic.errors import NoeticConfigError, NoeticError, cancelled
-from noetic.execution_context import to_decimal
+from noetic.execution_context import Abortable, to_decimal
+from noetic.framework_events import (
+    model_call_completed,
+    model_call_started,
+    tool_call_completed,
+    tool_call_started,
+)
 from noetic.items import FunctionCallItem, FunctionCallOutputItem, Item, MessageItem, user_message
 from noetic.layers.budgets import DEFAULT_PROJECTION, Projection
 from noetic.layers.contract import CallResult
@@ -60,6 +66,7 @@ MAX_TOOL_ROUNDS = 32
 DEFAULT_OUTPUT_RETRIES = 2
 M = TypeVar("M")
 _NO_USAGE = RoundUsage()
+_ZERO = to_decimal(None)
 
 
 def last_assistant_text(items: Sequence[Item]) -> str:
@@ -83,6 +90,7 @@ class CallModel(Step[OutT]):
     kind = "call_model"
     __slots__ = (
         "_parts",
+        "_tools",
         "instructions",
         "layers",
         "max_rounds",
@@ -140,11 +148,17 @@ class CallModel(Step[OutT]):
         self.max_rounds = max_rounds
         self.output_retries = output_retries
         self._parts: CallParts | None = None
+        #: `_tool_table`'s tuples and what it made of them, or None before the first run.
+        self._tools: (
+            tuple[tuple[Tool, ...], tuple[Tool, ...], dict[str, Tool], tuple[ToolDefinition, ...]] | None
+        ) = None
 
-    async def run(self, input: Any, ctx: Context) -> Any:
+    def run(self, input: Any, ctx: Context) -> Coroutine[Any, Any, Any]:
+        # A plain function returning the step's coroutine: `execute` awaits it, so without
+        # layers of its own the step runs in one coroutine, not two.
         if self.layers is None:
-            return await self._call(input, ctx)
-        return await ctx._exec.layers.run_scoped(ctx, self.layers, lambda: self._call(input, ctx))
+            return self._call(input, ctx)
+        return ctx._exec.layers.run_scoped(ctx, self.layers, lambda: self._call(input, ctx))
 
     async def _call(self, input: Any, ctx: Context) -> Any:
         run = ctx._exec
@@ -162,13 +176,14 @@ class CallModel(Step[OutT]):
         layered = (
             None if ctx._layers is None else await self._prepare_layers(ctx, input, instructions, adapter)
         )
-        tools = {t.name: t for t in (*run.harness.tools, *self.tools)}
+        tools, definitions = self._tool_table(run.harness.tools)
         if layered is not None:
             tools = {**layered.frame.tools(), **tools}
-        definitions = tuple(t.definition for t in tools.values())
-        output_schema = self._output_json_schema()
+            definitions = tuple(t.definition for t in tools.values())
+        output_schema = None if self.output is None else self.output.json_schema
+        cache_control = run.harness.cache_control
         first_item = len(ctx.item_log)
-        cost = billed = to_decimal(0)
+        cost = billed = _ZERO
         calls: list[FunctionCallItem] = []
         rounds: list[RoundUsage] = []
         tool_rounds = output_attempts = steering_retries = 0
@@ -186,7 +201,7 @@ class CallModel(Step[OutT]):
                 tools=definitions,
                 output_schema=output_schema,
                 params=self.params,
-                cache_control=run.harness.cache_control,
+                cache_control=cache_control,
                 execution_id=ctx.id,
                 thread_id=ctx.thread_id,
                 billing=billing,
@@ -209,9 +224,11 @@ class CallModel(Step[OutT]):
                     steering_retries += 1
                     layered.guide(guidance)
                     continue  # the same round again, the response dropped
+            round_calls = []
             for item in response.items:
                 ctx.item_log.append(item)
-            round_calls = [i for i in response.items if isinstance(i, FunctionCallItem)]
+                if isinstance(item, FunctionCallItem):
+                    round_calls.append(item)
             if round_calls:
                 if tool_rounds == self.max_rounds:
                     raise NoeticError(
@@ -223,8 +240,8 @@ class CallModel(Step[OutT]):
                 tool_rounds += 1
                 calls.extend(round_calls)
                 rerender = await self._run_tools(round_calls, tools, ctx)
-                if ctx.aborted:  # CTX-17: the tools ran to their end; no further round starts
-                    raise cancelled(ctx.abort_reason)
+                if ctx._aborted:  # CTX-17: the tools ran to their end; no further round starts
+                    raise cancelled(ctx._abort_reason)
                 if rerender and layered is not None:
                     await layered.rerender(rerender)
                 continue
@@ -240,14 +257,14 @@ class CallModel(Step[OutT]):
                 ctx.item_log.append(user_message(_retry_prompt(exc.details["problems"])))
         response_items = tuple(ctx.item_log.items[first_item:])
         # built on first read (most runs never look at it), from figures that are final now
-        ctx.last_step_meta = partial(
+        ctx._step_meta = partial(
             _step_meta, self.id, self.kind, tuple(calls), rounds, float(cost), float(billed), response_items
         )
         parts = self._call_parts(adapter.model_id, instructions, definitions)
         if layered is None:
             # measured only if someone reads it; it keeps the view, not the context
-            ctx.last_layer_usage = LazyUsage.of_window(parts, ctx.id, request.items)
-            return self._final_output(response_items, parsed)
+            ctx._layer_usage = LazyUsage.of_window(parts, ctx.id, request.items)
+            return last_assistant_text(response_items) if self.output is None else parsed
         # the history bucket is the layered view's; measured only if someone reads it, or now
         # for a durable run's trace row (IN-1)
         later = layered.usage_later(parts, ctx.id)
@@ -255,7 +272,25 @@ class CallModel(Step[OutT]):
         if layered.stores:
             text = last_assistant_text(response_items)
             await layered.store(CallResult(response_items, tuple(rounds), adapter.model_id, text))
-        return self._final_output(response_items, parsed)
+            return text if self.output is None else parsed
+        return last_assistant_text(response_items) if self.output is None else parsed
+
+    def _tool_table(
+        self, harness_tools: tuple[Tool, ...]
+    ) -> tuple[dict[str, Tool], tuple[ToolDefinition, ...]]:
+        """The step's tools by name (the harness's, then its own, which win) and their
+        definitions, kept while neither tuple is replaced (both are immutable; a `Tool`'s
+        definition is fixed on first use)."""
+        table = self._tools
+        if table is None or table[0] is not harness_tools or table[1] is not self.tools:
+            by_name = {t.name: t for t in (*harness_tools, *self.tools)}
+            table = self._tools = (
+                harness_tools,
+                self.tools,
+                by_name,
+                tuple(t.definition for t in by_name.values()),
+            )
+        return table[2], table[3]
 
     def _call_parts(
         self, model_id: str, instructions: str | None, definitions: tuple[ToolDefinition, ...]
@@ -311,9 +346,6 @@ class CallModel(Step[OutT]):
         """A recorded structured output is validated back through `output=` (a model again)."""
         return self.output.validate(data) if self.output is not None else data
 
-    def _output_json_schema(self) -> Mapping[str, Any] | None:
-        return self.output.json_schema if self.output is not None else None
-
     async def _traced_round(
         self,
         adapter: ModelAdapter,
@@ -364,12 +396,12 @@ class CallModel(Step[OutT]):
     ) -> tuple[ModelResponse, RoundUsage, Decimal, Decimal]:
         """Stream one round, then charge its figures, once accepted, to the context."""
         run = ctx._exec
-        run.emit("model_call_started", {"step_id": self.id, "model_id": request.model_id, "round": round_no})
+        run.emit_later(model_call_started, self.id, request.model_id, round_no)
         response: ModelResponse | None = None
-        publish = run.publish_delta
+        publish = run._stream.publish_delta
         unread = 0  # deltas since the consumers last had a chance to run
         # The stream is Noetic's own wait: aborting the context cuts it (CTX-13).
-        with ctx.abortable():
+        with Abortable(ctx):  # `ctx.abortable()`, one call less per round
             stream = adapter.stream(request, cancel=ctx)
             try:
                 async for event in stream:
@@ -391,10 +423,7 @@ class CallModel(Step[OutT]):
             )
         usage, cost, billed = accept_round(response, request.model_id)
         ctx._record_round(usage, cost, billed)
-        run.emit(
-            "model_call_completed",
-            {"step_id": self.id, "model_id": response.model_id or request.model_id, "usage": usage},
-        )
+        run.emit_later(model_call_completed, self.id, response.model_id or request.model_id, usage)
         return response, usage, cost, billed
 
     async def _run_tools(
@@ -415,7 +444,7 @@ class CallModel(Step[OutT]):
         guarded: list[FunctionCallItem | str] = []
 
         async def one(index: int, call: FunctionCallItem) -> None:
-            run.emit("tool_call_started", {"call_id": call.call_id, "name": call.name})
+            run.emit_later(tool_call_started, call.call_id, call.name)
             allowed = guarded[index]
             tracer = run.tracer
             try:
@@ -429,7 +458,7 @@ class CallModel(Step[OutT]):
                 stopped.append(exc)
                 return
             outputs[index] = item
-            run.emit("tool_call_completed", {"call_id": call.call_id, "name": call.name, "error": is_error})
+            run.emit_later(tool_call_completed, call.call_id, call.name, is_error)
 
         finished = False
         try:
@@ -463,10 +492,6 @@ class CallModel(Step[OutT]):
         from noetic.layers.pipelines import append_items
 
         return await append_items(ctx, [o for o in outputs if o is not None])
-
-    def _final_output(self, items: Sequence[Item], parsed: Any) -> Any:
-        """The step output: the last assistant text, or the value validated against `output=`."""
-        return last_assistant_text(items) if self.output is None else parsed
 
     def _parse_output(self, items: Sequence[Item], retries: int) -> Any:
         """The last answer validated against `output=`; `model_parse_error` when it fails."""
