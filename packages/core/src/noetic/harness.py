@@ -729,21 +729,6 @@ class AgentHarness(Generic[OutT]):
         if self._own_layer_store is not None:
             self._own_layer_store.drop_thread(thread_id)
 
-    def _enqueue(
-        self,
-        input: Any,
-        thread_id: str | None,
-        execution_id: str | None,
-        resource_id: str | None,
-        state: Any,
-        restored: Restored | None = None,
-        *,
-        start_worker: bool = True,
-    ) -> _Ticket:
-        return self._queue_input(input, thread_id, execution_id, resource_id, state, restored, start_worker)[
-            1
-        ]
-
     def _queue_input(
         self,
         input: Any,
@@ -751,10 +736,11 @@ class AgentHarness(Generic[OutT]):
         execution_id: str | None,
         resource_id: str | None,
         state: Any,
-        restored: Restored | None,
-        start_worker: bool,
+        restored: Restored | None = None,
+        start_worker: bool = True,
     ) -> tuple[_Session, _Ticket]:
-        """Queue `input` on its thread's session (`_enqueue`); the session and the ticket."""
+        """Queue `input` on its thread's session (starting its worker unless `start_worker` is
+        False: `run()` drains an idle thread in its own task); the session and the ticket."""
         self._require_started()
         if execution_id is not None:  # refused before a turn is queued, as the thread id is
             checked_id("execution_id", execution_id)
@@ -788,7 +774,7 @@ class AgentHarness(Generic[OutT]):
         """
         for _ in range(self._yields_to_subscribe):  # tasks started just before subscribe first
             await self._scheduler_pass()
-        self._enqueue(input, thread_id, execution_id, resource_id, state)
+        self._queue_input(input, thread_id, execution_id, resource_id, state)
 
     async def run(
         self,
@@ -842,7 +828,7 @@ class AgentHarness(Generic[OutT]):
         session = self._session(thread_id)
 
         def queue() -> _Ticket:
-            return self._enqueue(input, thread_id, execution_id, resource_id, state)
+            return self._queue_input(input, thread_id, execution_id, resource_id, state)[1]
 
         from noetic.streamed_turn import StreamedTurn  # only streaming callers need it
 
@@ -1226,7 +1212,9 @@ class AgentHarness(Generic[OutT]):
                 raise _resume_input_error(execution_id, snap.input_stored)
             if not snap.input_stored:
                 restored = replace(restored, snapshot=replace(snap, input=input))
-            ticket = self._enqueue(None, snap.thread_id, execution_id, snap.resource_id, None, restored)
+            _, ticket = self._queue_input(
+                None, snap.thread_id, execution_id, snap.resource_id, None, restored
+            )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await restored.claim.release()

@@ -17,7 +17,6 @@ what the harness keeps across turns is `noetic.layers.memory`.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +38,7 @@ from noetic.layers.frame import (
     LayerEntry,
     LayerFrame,
     is_cancellation,
+    layer_of,
     report,
     run_hook,
     run_hooks,
@@ -58,10 +58,6 @@ if TYPE_CHECKING:
     from noetic.usage import LastLayerUsage, RoundUsage
 
 __all__ = ["LayeredCall"]
-
-
-#: An entry's layer, read in C.
-_layer_of: Callable[[LayerEntry], Any] = operator.attrgetter("layer")
 
 
 class _SeenLog:
@@ -163,7 +159,7 @@ class LayeredCall:
         system_tokens = estimate_text(instructions) if instructions else 0
         call = cls(frame, ctx, memory, projection, query, system_tokens, model)
         entries = frame.active()
-        call._budgets = memory.budgets(list(map(_layer_of, entries)), projection, system_tokens)
+        call._budgets = memory.budgets(list(map(layer_of, entries)), projection, system_tokens)
         call._outputs = await call._recall(frame.with_hook("recall"), call._budgets)
         await frame.flush()
         await call._band(instructions, entries)
@@ -373,9 +369,8 @@ class LayeredCall:
         return bool(self.frame.defining("store"))
 
     async def store(self, result: CallResult) -> None:
-        """Run every active layer's `store` concurrently, all-settled (LY-7)."""
-        if not self.frame.defining("store"):
-            return
+        """Run every active layer's `store` concurrently, all-settled (LY-7); the step calls
+        it only when some layer defines one (`stores`)."""
         entries = [e for e in self.frame.active() if e.hooks.get("store") is not None]
         if not entries:
             return

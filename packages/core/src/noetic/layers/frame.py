@@ -174,7 +174,7 @@ def hook_table(layer: Any) -> dict[str, Callable[..., Any] | None]:
 
 
 #: An entry's layer and a layer's slot, read in C (`hook_index` reads both for every frame).
-_layer_of: Callable[[LayerEntry], Any] = operator.attrgetter("layer")
+layer_of: Callable[[LayerEntry], Any] = operator.attrgetter("layer")
 _slot: Callable[[Any], float] = operator.attrgetter("slot")
 #: Whether an entry has state to write (`LayerEntry.dirty`), read in C.
 _dirty: Callable[[LayerEntry], bool] = operator.attrgetter("dirty")
@@ -191,7 +191,7 @@ def hook_index(memo: HookIndexes, entries: Sequence[LayerEntry]) -> Mapping[str,
     objects (their hooks are fixed once they run, `hook_table`) and their slots, so it is
     worked out once per such list and `memo`'d: a harness's frames repeat the same layers
     turn after turn."""
-    layers = tuple(map(_layer_of, entries))
+    layers = tuple(map(layer_of, entries))
     key = (tuple(map(id, layers)), tuple(map(_slot, layers)))
     found = memo.get(key)
     if found is not None:
