@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -11,9 +13,9 @@ import anyio
 import noetic as nt
 import pytest
 from noetic.durable import CheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
-from noetic.durable.claims import claims_held
+from noetic.durable.claims import _offset, claims_held
 from noetic.durable.memory import memory_store_from_url
-from noetic.durable.sqlite import LAYOUT_VERSION, sqlite_store_from_url
+from noetic.durable.sqlite import INLINE_KEYS, LAYOUT_VERSION, sqlite_store_from_url
 
 pytestmark = pytest.mark.anyio
 
@@ -254,10 +256,10 @@ async def test_sqlite_full_commits_a_lone_execution_on_the_callers_thread(
     hops = _Hops(monkeypatch)
     first = await full.claim("first")
     await full.write({"a": '"1"'})
-    assert hops.count == 1  # the claim's file lock; the commit waited for its flush here
+    assert hops.count == 0  # the claim's file lock and the commit, its flush waited for here
     second = await full.claim("second")
     await full.write({"b": '"2"'})
-    assert hops.count == 3  # two executions: the flush waits in a worker thread, the loop serves the other
+    assert hops.count == 1  # two executions: the flush waits in a worker thread, the loop serves the other
     await second.release()
     await first.release()
     hops.count = 0
@@ -393,4 +395,54 @@ async def test_sqlite_wal_stops_growing_once_checkpointed(tmp_path: Path) -> Non
     grown = [i for i in range(200, 300) if sizes[i] > sizes[i - 1]]
     assert len(grown) <= 10, grown  # with a growing WAL each of the last 100 writes would grow it
     assert len(await store.list_prefix("exec/e/")) == 600
+    await store.aclose()
+
+
+async def test_sqlite_lists_a_short_prefix_on_the_callers_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SqliteCheckpointStore(str(tmp_path / "l.db"))
+    await store.write({f"short:{i:04d}": "{}" for i in range(3)})
+    long = {f"long:{i:04d}": "{}" for i in range(INLINE_KEYS + 5)}
+    await store.write(long)
+    hops = _Hops(monkeypatch)
+    assert await store.list_prefix("short:") == [f"short:{i:04d}" for i in range(3)]
+    assert hops.count == 0  # read on the caller's thread: nothing to wait for
+    assert await store.list_prefix("long:") == sorted(long)  # every key, not the inline read's first ones
+    assert hops.count == 1  # too many keys for the caller's thread: read again in a worker thread
+    assert len(await store.list_prefix("")) == INLINE_KEYS + 8
+    await store.aclose()
+    threaded = SqliteCheckpointStore(str(tmp_path / "l.db"), inline=False)
+    hops.count = 0
+    assert await threaded.list_prefix("short:") == [f"short:{i:04d}" for i in range(3)]
+    assert hops.count == 1  # inline=False: every read in a worker thread
+    await threaded.aclose()
+
+
+async def test_sqlite_claims_lock_the_sidecar_byte_without_a_thread_hop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SqliteCheckpointStore(str(tmp_path / "c.db"))
+    probe = (
+        "import fcntl, os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+        "try:\n"
+        "    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(sys.argv[2]), os.SEEK_SET)\n"
+        "except OSError:\n"
+        "    print('held')\n"
+        "else:\n"
+        "    print('free')\n"
+    )
+
+    def other_process_sees() -> str:
+        args = [sys.executable, "-c", probe, str(tmp_path / "c.db-claims"), str(_offset("e"))]
+        return subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
+
+    hops = _Hops(monkeypatch)
+    claim = await store.claim("e")
+    assert hops.count == 0  # a lock that never waits: taken on the caller's thread
+    assert other_process_sees() == "held"
+    await claim.release()
+    assert hops.count == 0
+    assert other_process_sees() == "free"
     await store.aclose()

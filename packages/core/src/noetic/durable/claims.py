@@ -8,6 +8,11 @@ to the process, not the file descriptor, so the in-process set is what keeps two
 one process apart; the sidecar is opened once per process and closed only when its last
 claim is released (closing any descriptor of a file drops all of the process's locks on it).
 `claims_held()` counts the claims of the whole process, across every table.
+
+The sidecar's lock is taken and dropped on the caller's thread: `lockf` with `LOCK_NB` never
+waits for another process (a held byte fails at once: `EXECUTION_LOCKED`), and opening or
+closing the sidecar waits for no flush, so each is a few µs of system call, where handing it
+to a worker thread and back cost ~70 µs twice a turn (bench/ANALYSIS.md, durable steps).
 """
 
 from __future__ import annotations
@@ -16,8 +21,6 @@ import hashlib
 import os
 import threading
 from typing import ClassVar
-
-import anyio
 
 from noetic.durable.store import execution_locked
 from noetic.errors import NoeticError
@@ -115,7 +118,7 @@ class FileClaimTable(ClaimTable):
         if fcntl is None:
             return held
         try:
-            await anyio.to_thread.run_sync(self._lock_byte, execution_id)
+            self._lock_byte(execution_id)  # never waits (see the module docstring)
         except BaseException:
             await super().release(execution_id)
             raise
@@ -124,7 +127,7 @@ class FileClaimTable(ClaimTable):
     async def release(self, execution_id: str) -> None:
         """Drop the OS lock (and the sidecar when no claim is left), then the in-process claim."""
         if fcntl is not None:
-            await anyio.to_thread.run_sync(self._unlock_byte, execution_id)
+            self._unlock_byte(execution_id)
         await super().release(execution_id)
 
     def _lock_byte(self, execution_id: str) -> None:

@@ -20,6 +20,11 @@ only while at most one execution is claimed in the whole process (`claims_held`)
 other execution's work can be held up behind the disk; with two or more, every commit goes to
 a worker thread and the loop serves the others meanwhile. `inline=False` sends every write to
 a worker thread (for a program whose other tasks on the loop must never wait for the disk).
+A listing (`list_prefix`, which a turn makes twice as it starts: the thread's stored history
+and the new execution's records) is read on the caller's thread too, under the same
+conditions — the connection open, its lock free, no busy wait — when it finds at most
+`INLINE_KEYS` keys: an index range read flushes nothing, and a WAL reader takes no lock a
+writer holds; a longer listing is read again in a worker thread (`inline=False`: always).
 The guarantee of each mode is the same either way: the commit has returned, flushed
 under full, before `write` does. The connection's automatic WAL checkpoint, the one part of a
 commit that copies pages and can take long, is switched off; the store checkpoints the WAL
@@ -95,6 +100,8 @@ _CORRUPTION = {11: "SQLITE_CORRUPT", 26: "SQLITE_NOTADB"}
 _BUSY = 5
 #: The largest write (characters of its rows) run on the caller's thread (see the module docstring).
 INLINE_BYTES = 64 * 1024
+#: The most keys a listing returns from a read on the caller's thread (see the module docstring).
+INLINE_KEYS = 256
 #: How many WAL pages are written between two checkpoints, counted as the pages a write's rows
 #: fill plus the few of the table's tree each commit rewrites. A checkpoint lets the next commit
 #: restart the WAL from its start, and the file keeps its length, so the WAL stops growing once
@@ -379,18 +386,43 @@ class SqliteCheckpointStore:
         await self.write({}, [key])
 
     async def list_prefix(self, prefix: str) -> list[str]:
-        """Every key starting with `prefix`, ascending (a range scan on the key's index)."""
+        """Every key starting with `prefix`, ascending (a range scan on the key's index).
 
-        def scan(conn: sqlite3.Connection) -> list[str]:
-            if not prefix:
-                rows = _rows(conn, "SELECT key FROM noetic_rows ORDER BY key", ())
-            else:
-                upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-                query = "SELECT key FROM noetic_rows WHERE key >= ? AND key < ? ORDER BY key"
-                rows = _rows(conn, query, (prefix, upper))
-            return [key for (key,) in rows]
+        A listing of at most `INLINE_KEYS` keys is read on the caller's thread when nothing can
+        make it wait (see the module docstring); a longer one is read again in a worker thread.
+        """
+        params: tuple[str, ...] = ()
+        if not prefix:
+            query = "SELECT key FROM noetic_rows ORDER BY key"
+        else:
+            upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            query = "SELECT key FROM noetic_rows WHERE key >= ? AND key < ? ORDER BY key"
+            params = (prefix, upper)
+        found = self._read_inline(f"{query} LIMIT {INLINE_KEYS + 1}", params)
+        if found is None or len(found) > INLINE_KEYS:
 
-        return await self._call(scan)
+            def scan(conn: sqlite3.Connection) -> list[Any]:
+                return _rows(conn, query, params)
+
+            found = await self._call(scan)
+        return [key for (key,) in found]
+
+    def _read_inline(self, query: str, params: Sequence[str]) -> list[Any] | None:
+        """The rows of a read run on this thread when nothing can make it wait (see the module
+        docstring); None when it must go to a worker thread instead."""
+        conn = self._conn
+        if not self.inline or conn is None or not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return _rows(conn, query, params)  # no busy wait: a lock held elsewhere sends it to a thread
+        except sqlite3.Error as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == _BUSY:
+                return None
+            raise self._failure(exc) from exc
+        except UnicodeDecodeError as exc:
+            raise self._undecodable(exc) from None
+        finally:
+            self._lock.release()
 
     async def write(self, sets: Mapping[str, str], deletes: Sequence[str] = ()) -> None:
         """Apply `sets` and `deletes` in one `BEGIN IMMEDIATE` transaction (rolled back on error).
