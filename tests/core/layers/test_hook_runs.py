@@ -277,3 +277,56 @@ async def test_a_changed_budget_spec_is_split_again() -> None:
         layer.budget["max"] = layer.budget["min"] = 700
         await h.run("hi", thread_id="d")
     assert layer.seen == [100, 100, 300, 700]
+
+
+class EveryPass(ContextLayer):
+    """Defines the three hooks a turn runs through `run_hooks`: `init`, `recall`, `store`;
+    its recall overruns `timeout` inside its own scope when `pause` is set."""
+
+    id = "every-pass"
+    slot = 10
+    placement = "live"
+    scope = "execution"
+
+    def __init__(self, pause: float = 0.0):
+        self.pause = pause
+        self.timeouts = {"recall": 0.05}
+        self.stored = 0
+
+    async def init(self, ctx: LayerContext) -> str:
+        return "started"
+
+    async def recall(self, ctx: LayerContext, budget: float) -> str:
+        if self.pause:
+            with anyio.move_on_after(30):
+                await anyio.sleep(self.pause)
+        return f"state={ctx.state}"
+
+    async def store(self, ctx: LayerContext, response: Any) -> None:
+        self.stored += 1
+
+
+@pytest.mark.parametrize("pause", [0.0, 10.0])
+async def test_hook_runs_take_the_harness_scope_class(pause: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`init`, `recall` and `store` run in a scope of the class the harness remembered when it
+    started, never one made by `anyio.CancelScope()` (which looks the backend up on every
+    call); an overrunning recall is still cut by it and the turn goes on."""
+    layer = EveryPass(pause)
+    h, model = _harness([layer])
+    with anyio.fail_after(5):
+        async with h:
+            made: list[str] = []
+
+            def no_lookup(*args: Any, **kwargs: Any) -> anyio.CancelScope:
+                made.append("anyio.CancelScope()")
+                raise AssertionError("a hook run asked anyio for its scope class")
+
+            monkeypatch.setattr(anyio, "CancelScope", no_lookup)
+            try:
+                response = await h.run("hi")
+            finally:
+                monkeypatch.undo()
+    assert made == []
+    assert response.text == "ok"
+    assert layer.stored == 1
+    assert _texts(model.calls[0].items) == ([] if pause else ["state=started"])

@@ -42,6 +42,7 @@ from noetic.layers.frame import (
     report,
     run_hook,
     run_hooks,
+    scope_type_of,
 )
 from noetic.layers.overflow import summarize_history, truncate_history
 from noetic.layers.pipelines import project_history
@@ -257,6 +258,7 @@ class LayeredCall:
             lambda entry: (LayerContext(entry, ctx, query), budgets.get(entry.id, 0)),
             recalled,
             failed,
+            scope_type_of(ctx),
         )
         if not eventual:  # then `found` was filled in `recallers` order
             return list(found.values())
@@ -390,8 +392,10 @@ class LayeredCall:
         def failed(entry: LayerEntry, exc: Exception) -> None:
             report(entry, "store", exc)  # one layer's failure never affects the others
 
+        scope_type = scope_type_of(self.ctx)
+
         async def one(entry: LayerEntry) -> None:
-            await run_hooks((entry,), "store", args, stored, failed)
+            await run_hooks((entry,), "store", args, stored, failed, scope_type)
 
         if len(entries) == 1:
             await one(entries[0])

@@ -39,7 +39,16 @@ if TYPE_CHECKING:
     from noetic.layers.provides import LayerHandles
     from noetic.tools import Tool
 
-__all__ = ["LayerContext", "LayerEntry", "LayerFrame", "commit_state", "report", "run_hook", "run_hooks"]
+__all__ = [
+    "LayerContext",
+    "LayerEntry",
+    "LayerFrame",
+    "commit_state",
+    "report",
+    "run_hook",
+    "run_hooks",
+    "scope_type_of",
+]
 
 log = logger("noetic.layers")
 #: The storage key every layer's state is written through to.
@@ -305,6 +314,7 @@ async def run_hooks(
     args: Callable[[LayerEntry], tuple[Any, ...]],
     done: Callable[[LayerEntry, Any], None],
     failed: Callable[[LayerEntry, Exception], None],
+    scope_type: type[anyio.CancelScope] | None,
 ) -> None:
     """Call hook `name` of each of `entries` in turn, each under its own timeout, as
     `run_hook` would one by one — but with one cancel scope for the whole run.
@@ -317,11 +327,15 @@ async def run_hooks(
     So the shared scope has no deadline while a hook runs up to its first suspension (a
     timeout can only fire at one); a hook that does suspend finishes under the time it has
     left, counted from its call. After an overrun the rest runs in a fresh scope.
+
+    `scope_type` is the running event loop's scope class (`scope_type_of`): `anyio.CancelScope()`
+    looks the backend up on every call, which costs about as much as entering the scope.
     """
     remaining = iter(entries)
+    new_scope = anyio.CancelScope if scope_type is None else scope_type
     while True:
         current: LayerEntry | None = None
-        with anyio.CancelScope() as scope:
+        with new_scope() as scope:
             for current in remaining:
                 # The call and its first step, inline: most hooks finish there, with no
                 # deadline set, so no overrun to look for either.
@@ -346,6 +360,12 @@ async def run_hooks(
                 return
         if scope.cancelled_caught and current is not None:
             failed(current, TimeoutError())
+
+
+def scope_type_of(ctx: Context) -> type[anyio.CancelScope] | None:
+    """The scope class of the event loop `ctx` runs on, remembered by its harness when it
+    started (None before: then `run_hooks` asks anyio)."""
+    return ctx._exec.harness._scope_type
 
 
 async def _timed(
@@ -572,8 +592,14 @@ class LayerFrame:
             else:
                 pending.append(entry)
         if pending:
+            ctx = self.ctx
             await run_hooks(
-                pending, "init", lambda entry: (LayerContext(entry, self.ctx),), _started, _init_failed
+                pending,
+                "init",
+                lambda entry: (LayerContext(entry, ctx),),
+                _started,
+                _init_failed,
+                scope_type_of(ctx),
             )
         self._all_started = True
 
