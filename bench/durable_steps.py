@@ -1,14 +1,16 @@
 """Durable steps side by side: what a checkpointed step costs over a bare one, against the
 physical floor of one SQLite commit, at 10 / 1,000 / 10,000 items of history (issue 17, target 1).
 
-    scripts/bootstrap.sh python bench/durable_steps.py [--repeats 5] [--out bench/results/durable_steps.md]
+    scripts/bootstrap.sh python bench/durable_steps.py [--repeats 5] [--checkpoint-pages 100,300,1000]
+        [--out bench/results/durable_steps.md]
 
 For each history size a thread is first filled with that many items (not timed). A turn is then
 `nt.loop` over one step that appends one small assistant message; each step notes the time, and
 the per-step cost is the median time from one step to the next (a step's work and its
 checkpoint), so the turn's fixed costs (the start record, written once per turn with the items
 new since the last turn's start, and the loop's closing entry) are not in it and a stall of the shared machine does not
-move it. The same is measured without storage; the storage's cost per step is the difference. The floor is a bare `sqlite3` loop in the same run, on the same
+move it. The mean from one step to the next is given beside it: it is what a user pays, and
+it alone carries the store's WAL checkpoints, which run every few dozen steps. The same is measured without storage; the storage's cost per step is the difference. The floor is a bare `sqlite3` loop in the same run, on the same
 disk, committing one row of the size of a ledger entry per `BEGIN IMMEDIATE … COMMIT` with the
 same `journal_mode=WAL` and `synchronous` setting. Each number is the median of `--repeats`
 runs; the report gives the ratios the targets are stated in and the machine's load average.
@@ -26,7 +28,15 @@ that blocked in `fdatasync` runs its next Python slower, and a step runs all of 
 the previous step's flush (the floor's loop has almost none). `floor, WAL overwritten` is the
 floor on a WAL that a checkpoint has restarted, so each commit overwrites frames instead of
 growing the file: what a store pays once it has checkpointed (the floor uses new files, whose
-WAL grows; the store checkpoints every ~100 pages, so by the timed turn it overwrites its WAL).
+WAL grows; the store checkpoints every `CHECKPOINT_PAGES` pages, so by the timed turn it
+overwrites its WAL).
+
+`checkpoint interval` compares values of the store's `CHECKPOINT_PAGES` (`--checkpoint-pages`;
+by default 100, the store's own value and 1,000, SQLite's default), set on the module for one run
+each: per repeat one longer turn of `INTERVAL_STEPS` steps per value on a new store, in an order
+that turns around from repeat to repeat, with the median and the mean step, each mean against
+the first value's mean of the same repeat, and the WAL's length at the end (a longer interval
+trades fewer checkpoints for a longer WAL, and commits grow the file until it is that long).
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from typing import Any
 import anyio
 import noetic as nt
 from noetic.durable import SqliteCheckpointStore
+from noetic.durable import sqlite as sqlite_store
 from noetic.items import assistant_message, user_message
 
 HISTORIES = (10, 1_000, 10_000)
@@ -57,6 +68,10 @@ SETTINGS = (
 )
 #: The sleep of the task measuring how late the event loop serves it.
 TICK = 0.001
+#: The checkpoint-interval comparison: a turn of this many steps on a thread of this many items,
+#: long enough that every interval compared checkpoints in it (at 1,000 pages, about every 300 steps).
+INTERVAL_STEPS = 600
+INTERVAL_HISTORY = 1_000
 #: About the size of one step's ledger entry (head, one item, output).
 ROW = "x" * 700
 
@@ -77,14 +92,18 @@ def _seed(size: int) -> list[Any]:
     return items
 
 
-async def _per_step(storage: Any, durability: str, history: int) -> tuple[float, float, list[float]]:
-    """`(per step, turn start, lateness)` in a turn of `STEPS` steps on a thread holding
-    `history` items: the median time from one step to the next (a step's own work plus its
-    checkpoint), the time from the turn's start to its first step (where the start record is
-    written), and how late each `TICK` sleep of another task on the loop woke during the turn."""
+async def _per_step(
+    storage: Any, durability: str, history: int, steps: int = STEPS
+) -> tuple[float, float, float, list[float]]:
+    """`(median per step, mean per step, turn start, lateness)` in a turn of `steps` steps on a
+    thread holding `history` items: the median and the mean time from one step to the next (a
+    step's own work plus its checkpoint; the mean also carries the store's occasional WAL
+    checkpoints, which the median leaves out), the time from the turn's start to its first step
+    (where the start record is written), and how late each `TICK` sleep of another task on the
+    loop woke during the turn."""
     stamps: list[float] = []
     late: list[float] = []
-    graph = _graph(STEPS, stamps)
+    graph = _graph(steps, stamps)
     async with nt.AgentHarness("bench", agent_graph=graph, storage=storage, durability=durability) as h:
         await h.run(_seed(history), thread_id="t")  # fills the thread; not timed
         stamps.clear()
@@ -102,7 +121,8 @@ async def _per_step(storage: Any, durability: str, history: int) -> tuple[float,
             started = time.perf_counter()
             await h.run("go", thread_id="t")
             tg.cancel_scope.cancel()
-    return statistics.median(b - a for a, b in itertools.pairwise(stamps)), stamps[0] - started, late
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    return statistics.median(gaps), statistics.fmean(gaps), stamps[0] - started, late
 
 
 def _floor_connection(path: Path, synchronous: str) -> sqlite3.Connection:
@@ -236,10 +256,29 @@ async def _thread_hop(hops: int = 40) -> float:
     return statistics.median(times)
 
 
-async def measure(repeats: int) -> dict[str, Any]:
+async def _interval_turn(path: Path, pages: int) -> tuple[float, float, int]:
+    """`(median per step, mean per step, WAL bytes)` of a turn of `INTERVAL_STEPS` steps on a new
+    store (`synchronous=full`, inline) whose `CHECKPOINT_PAGES` is `pages` for the run: the step
+    to step times with the storage in them, and the WAL's length when the turn ends."""
+    default = sqlite_store.CHECKPOINT_PAGES
+    sqlite_store.CHECKPOINT_PAGES = pages  # the store reads the module's constant at each write
+    store = SqliteCheckpointStore(str(path))
+    try:
+        median, mean, _, _ = await _per_step(store, "step", INTERVAL_HISTORY, INTERVAL_STEPS)
+        wal = (await anyio.Path(f"{path}-wal").stat()).st_size
+    finally:
+        await store.aclose()
+        sqlite_store.CHECKPOINT_PAGES = default
+    return median, mean, wal
+
+
+async def measure(repeats: int, checkpoint_pages: tuple[int, ...]) -> dict[str, Any]:
     """Medians of every configuration, interleaved so that load changes hit them alike. The
     floor is measured right before and right after each configuration, and each sample's ratio
-    is taken against the mean of those two (the disk's speed drifts on a shared machine)."""
+    is taken against the mean of those two (the disk's speed drifts on a shared machine). Each
+    repeat also runs one `_interval_turn` per interval in `checkpoint_pages`, in an order that
+    turns around from one repeat to the next."""
+    intervals: dict[int, list[tuple[float, float, int]]] = {}
     costs: dict[tuple[str, int], list[float]] = {}
     ratios: dict[tuple[str, int], list[float]] = {}
     floors: dict[str, list[float]] = {}
@@ -256,10 +295,13 @@ async def measure(repeats: int) -> dict[str, Any]:
                         f"{tmp}/run-{name}.db", synchronous=synchronous, inline=inline
                     )
                     try:
-                        durable, durable_start, lateness = await _per_step(store, durability, history)
+                        durable, durable_mean, durable_start, lateness = await _per_step(
+                            store, durability, history
+                        )
                     finally:
                         await store.aclose()
-                    bare, bare_start, bare_lateness = await _per_step(None, "step", history)
+                    bare, bare_mean, bare_start, bare_lateness = await _per_step(None, "step", history)
+                    costs.setdefault((f"mean-{label}", history), []).append(durable_mean - bare_mean)
                     costs.setdefault((f"start-{label}", history), []).append(durable_start - bare_start)
                     after = _bare_commit(Path(tmp, f"floor-b-{name}.db"), synchronous)
                     floor = (before + after) / 2
@@ -286,7 +328,11 @@ async def measure(repeats: int) -> dict[str, Any]:
                     costs.setdefault(("bare", history), []).append(bare)
                     ratios.setdefault((label, history), []).append((durable - bare) / floor)
                     costs.setdefault((f"over-{label}", history), []).append(durable - bare - floor)
+            for pages in checkpoint_pages if r % 2 == 0 else checkpoint_pages[::-1]:
+                turn = await _interval_turn(Path(tmp, f"interval-{r}-{pages}.db"), pages)
+                intervals.setdefault(pages, []).append(turn)
     return {
+        "intervals": intervals,
         "per_step": {key: statistics.median(v) for key, v in costs.items()},
         "ratio": {key: statistics.median(v) for key, v in ratios.items()},
         "floor": {key: statistics.median(v) for key, v in floors.items()},
@@ -324,6 +370,8 @@ def report(result: dict[str, Any]) -> str:
     for label, _, synchronous, inline in SETTINGS:
         cells = " | ".join(f"{per[(label, h)] * 1e6:.0f}" for h in HISTORIES)
         lines.append(f"| storage cost, {label} | {cells} | {floor[synchronous] * 1e6:.0f} |")
+        cells = " | ".join(f"{per[(f'mean-{label}', h)] * 1e6:.0f}" for h in HISTORIES)
+        lines.append(f"| the same by the mean step (what a user pays) | {cells} | |")
         if inline:
             cells = " | ".join(f"{per[(f'store-{synchronous}', h)] * 1e6:.0f}" for h in HISTORIES)
             lines.append(f"| of which `store.write` alone, synchronous={synchronous} | {cells} | |")
@@ -361,6 +409,24 @@ def report(result: dict[str, Any]) -> str:
     for label, *_ in SETTINGS:
         cells = " | ".join(f"{per[(f'over-{label}', h)] * 1e6:.0f}" for h in HISTORIES)
         lines.append(f"| {label} | {cells} |")
+    lines += [
+        "",
+        f"| checkpoint interval (`CHECKPOINT_PAGES`), {INTERVAL_STEPS}-step turn, {INTERVAL_HISTORY:,} items, "
+        "synchronous=full | median µs per step | mean µs per step | means, range | mean ÷ the first's, "
+        "median of the pairs | WAL at the end, KiB (largest) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    intervals = result["intervals"]
+    first = next(iter(intervals.values()))
+    for pages, turns in intervals.items():
+        means = [mean for _, mean, _ in turns]
+        paired = statistics.median(mean / base for mean, (_, base, _) in zip(means, first, strict=True))
+        now = " (the store now)" if pages == sqlite_store.CHECKPOINT_PAGES else ""
+        lines.append(
+            f"| {pages:,} pages{now} | {statistics.median(m for m, _, _ in turns) * 1e6:.0f} | "
+            f"{statistics.median(means) * 1e6:.0f} | {min(means) * 1e6:.0f}–{max(means) * 1e6:.0f} | "
+            f"{paired:.2f}× | {max(wal for _, _, wal in turns) / 1024:.0f} |"
+        )
     lines += [
         "",
         f"| loop lateness of a {TICK * 1000:.0f} ms sleep while the turn runs | median µs | worst µs |",
@@ -415,7 +481,12 @@ def report(result: dict[str, Any]) -> str:
         "runs right after a flush, and right after a sleep as long (the same slowdown means it is the "
         "thread's blocking, not the disk). `floor, WAL overwritten` is the floor once a checkpoint has "
         "restarted the WAL, so a commit no longer grows the file (the floor above uses new files, whose "
-        "WAL grows; the store checkpoints every ~100 pages, so its WAL is overwritten by the timed turn).",
+        "WAL grows; the store checkpoints every `CHECKPOINT_PAGES` pages, so its WAL is overwritten by the "
+        "timed turn). `the same by the mean step` is the mean time from one step to the next, less the "
+        "mean without storage: the occasional checkpoints are in it and not in the median. "
+        "`checkpoint interval`: one turn per value per repeat on a new store, the module's "
+        "`CHECKPOINT_PAGES` set for it; the step times include the step itself (the same in every row), "
+        "and the pairs' ratio compares means measured back to back.",
         "",
     ]
     return "\n".join(lines)
@@ -424,9 +495,15 @@ def report(result: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--checkpoint-pages",
+        default=f"100,{sqlite_store.CHECKPOINT_PAGES},1000",
+        help="the store's checkpoint intervals (WAL pages, comma-separated) to compare side by side",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the report here")
     args = parser.parse_args()
-    text = report(anyio.run(measure, args.repeats))
+    pages = tuple(dict.fromkeys(int(value) for value in args.checkpoint_pages.split(",")))
+    text = report(anyio.run(measure, args.repeats, pages))
     print(text)
     if args.out is not None:
         args.out.write_text(text, encoding="utf-8")

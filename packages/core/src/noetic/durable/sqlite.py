@@ -29,8 +29,8 @@ The guarantee of each mode is the same either way: the commit has returned, flus
 under full, before `write` does. The connection's automatic WAL checkpoint, the one part of a
 commit that copies pages and can take long, is switched off; the store checkpoints the WAL
 itself, in a worker thread, after about `CHECKPOINT_PAGES` pages were written since the last
-checkpoint — a tenth of SQLite's own default, so that the WAL soon stops growing and each
-later commit overwrites frames of a file whose size no longer changes.
+checkpoint — under a third of SQLite's own default, so that the WAL soon stops growing and
+each later commit overwrites frames of a file whose size no longer changes.
 
 Each row stores the JSON text and its CRC-32; a row whose text no longer matches its checksum,
 a key or text that is not UTF-8, a database file SQLite reports as damaged, or one shorter than
@@ -109,11 +109,14 @@ INLINE_KEYS = 256
 #: frames in place, and its flush no longer waits for the file system to record a new file size
 #: (a growing file's `fdatasync` does): on the disk measured in bench/ANALYSIS.md (durable
 #: steps) a bare commit that overwrites cost 0.5–0.7× one that grows the file. SQLite's own
-#: default, 1,000 pages, keeps a new store's commits growing the file for its first ~300 steps;
-#: at 100 they overwrite after ~30. The price is ten times as many checkpoints (each a copy of
-#: the pages changed since the last one and two flushes, ~0.6 ms on that disk when quiet):
-#: ~15 µs more per step on average in a loop that never waits for anything else.
-CHECKPOINT_PAGES = 100
+#: default, 1,000 pages, keeps a new store's commits growing the file for its first ~300 steps
+#: and lets its WAL reach ~6 MiB; at 300 they overwrite after ~100 and the WAL stays near
+#: 2 MiB. Each checkpoint copies the pages changed since the last one and flushes twice (~0.6 ms
+#: on that disk when quiet), so a shorter interval costs more on average; by the mean step the
+#: measurements there disagree from hour to hour (1,000 lighter than 100 on a quiet disk, 100
+#: to 500 lighter than 1,000 or level with it on a busy one): 300 makes a third of 100's
+#: checkpoints and keeps the WAL short.
+CHECKPOINT_PAGES = 300
 _PAGE = 4096
 _PAGES_PER_COMMIT = 3
 _UPSERT = (
