@@ -262,3 +262,21 @@ async def test_tu_2_cache_fields_keep_none_versus_zero() -> None:
     (first, first_total), (second, second_total) = metas
     assert first.cached_tokens is None and first.cache_write_tokens is None and first_total is None
     assert second.cached_tokens == 0 and second.cache_write_tokens == 0 and second_total == 0
+
+
+async def test_tu_4_a_round_without_cost_figures_leaves_the_spend_untouched() -> None:
+    from noetic.execution_context import to_decimal
+    from noetic.usage import RoundUsage
+
+    seen: dict[str, Any] = {}
+
+    def body(_: Any, ctx: nt.Context) -> str:
+        before = (ctx._cost, ctx._billed)
+        ctx._record_round(RoundUsage(input_tokens=2), to_decimal(None), to_decimal(None))
+        seen["untouched"] = (ctx._cost, ctx._billed) == before and ctx._cost is before[0]
+        ctx._record_round(RoundUsage(), to_decimal(0.25), to_decimal(None))
+        seen["charged"] = (ctx.cost, ctx.billed_cost, ctx.tokens.input)
+        return "ok"
+
+    await run_graph(nt.run_code("c", body))
+    assert seen == {"untouched": True, "charged": (0.25, 0.0, 2)}

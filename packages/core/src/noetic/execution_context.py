@@ -380,7 +380,8 @@ class Context:
         self._out += usage.output_tokens
         if usage.cached_tokens is not None:
             self._cached = (self._cached or 0) + usage.cached_tokens
-        self._charge(cost, billed)
+        if cost is not _ZERO or billed is not _ZERO:  # a round without cost figures adds nothing
+            self._charge(cost, billed)
 
     def _charge(self, cost: Decimal, billed: Decimal) -> None:
         """Add spend here, and to ancestors this context has already rolled up into."""
