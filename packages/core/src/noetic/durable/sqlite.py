@@ -411,15 +411,23 @@ class SqliteCheckpointStore:
         return [key for (key,) in found]
 
     def _read_inline(self, query: str, params: Sequence[str]) -> list[Any] | None:
-        """The rows of a read run on this thread when nothing can make it wait (see the module
-        docstring); None when it must go to a worker thread instead."""
+        """The rows of a read run on this thread (`_inline`); None when it must go to a worker
+        thread instead."""
+        if not self.inline:
+            return None
+        return self._inline(lambda conn: _rows(conn, query, params))
+
+    def _inline(self, work: Callable[[sqlite3.Connection], T]) -> T | None:
+        """`work` run on this thread when nothing can make it wait (see the module docstring):
+        None, without running it, when the connection is closed or in use, or when SQLite
+        reports a lock held elsewhere (the connection at rest has no busy wait, `_call`)."""
         conn = self._conn
-        if not self.inline or conn is None or not self._lock.acquire(blocking=False):
+        if conn is None or not self._lock.acquire(blocking=False):
             return None
         try:
-            return _rows(conn, query, params)  # no busy wait: a lock held elsewhere sends it to a thread
+            return work(conn)
         except sqlite3.Error as exc:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == _BUSY:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == _BUSY and not conn.in_transaction:
                 return None
             raise self._failure(exc) from exc
         except UnicodeDecodeError as exc:
@@ -464,19 +472,13 @@ class SqliteCheckpointStore:
             return False
         if self.synchronous == "full" and claims_held() > 1:
             return False  # its flush would hold up the other executions' work on this loop
-        conn = self._conn
-        if conn is None or not self._lock.acquire(blocking=False):
+
+        def transact(conn: sqlite3.Connection) -> bool:
+            _transact(conn, rows, gone)
+            return True
+
+        if self._inline(transact) is None:
             return False
-        try:
-            _transact(conn, rows, gone)  # no busy wait (`_call`): a held write lock sends it to a thread
-        except sqlite3.Error as exc:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == _BUSY and not conn.in_transaction:
-                return False
-            raise self._failure(exc) from exc
-        except UnicodeDecodeError as exc:
-            raise self._undecodable(exc) from None
-        finally:
-            self._lock.release()
         self._unchecked += pages
         return True
 
