@@ -171,7 +171,7 @@ async def test_sc_5_store_applies_raw_update_calls_unless_read_only() -> None:
             result = nt.CallResult(new_items=(call,), rounds=(), model_id="raw", text="")
             entry = ctx._layers.get("scratchpad")  # type: ignore[union-attr]
             assert entry is not None
-            return await layer.store(LayerContext(entry, ctx), result)
+            return layer.store(LayerContext(entry, ctx), result)
 
     assert await run(False) == {"k": "v"}
     assert await run(True) is None
@@ -189,7 +189,7 @@ async def test_sc_5_updates_answered_by_the_tool_loop_are_not_applied_twice() ->
         state = ""
 
     result = nt.CallResult(new_items=items, rounds=(), model_id="m", text="")
-    assert await layer.store(Ctx(), result) is None  # type: ignore[arg-type]
+    assert layer.store(Ctx(), result) is None  # type: ignore[arg-type]
 
 
 async def test_sc_5_only_unanswered_update_calls_apply_among_other_items() -> None:
@@ -211,9 +211,9 @@ async def test_sc_5_only_unanswered_update_calls_apply_among_other_items() -> No
         FunctionCallOutputItem(call_id="o", output="3"),
         FunctionCallOutputItem(call_id="a", output="null"),
     )
-    stored = await layer.store(Ctx(), result(other, answered, first, *outputs, second))  # type: ignore[arg-type]
+    stored = layer.store(Ctx(), result(other, answered, first, *outputs, second))  # type: ignore[arg-type]
     assert stored == {"k": 2, "x": 1, "_previous": "old notes"}
-    assert await layer.store(Ctx(), result(other, answered, *outputs)) is None  # type: ignore[arg-type]
+    assert layer.store(Ctx(), result(other, answered, *outputs)) is None  # type: ignore[arg-type]
 
 
 async def test_an_update_nested_too_deeply_is_an_error_the_model_sees() -> None:
@@ -239,7 +239,7 @@ async def test_store_skips_a_raw_update_nested_too_deeply() -> None:
         state = ""
 
     result = nt.CallResult(new_items=items, rounds=(), model_id="m", text="")
-    assert await layer.store(Ctx(), result) is None  # type: ignore[arg-type]
+    assert layer.store(Ctx(), result) is None  # type: ignore[arg-type]
 
 
 async def test_sc_6_only_a_resource_scratchpad_reaches_children() -> None:

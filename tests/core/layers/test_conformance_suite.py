@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -76,10 +77,22 @@ class Unserializable(Good):
         return {object()}
 
 
-def test_the_suite_rejects_a_sync_hook() -> None:
-    """`test_hooks_are_async` fails for a plain `def` hook."""
-    with pytest.raises(AssertionError, match="recall must be async"):
-        LayerConformance().test_hooks_are_async(SyncHook())
+class GeneratorHook(Good):
+    def recall(self, ctx: LayerContext, budget: float) -> Iterator[str]:  # type: ignore[override]
+        yield "never awaited"
+
+
+def test_the_suite_takes_a_plain_hook_and_rejects_a_generator() -> None:
+    """`test_hooks_are_functions` passes a plain `def` hook and fails a generator function."""
+    LayerConformance().test_hooks_are_functions(SyncHook())
+    with pytest.raises(AssertionError, match="recall must be an async def or a plain def"):
+        LayerConformance().test_hooks_are_functions(GeneratorHook())
+
+
+@pytest.mark.anyio
+async def test_a_plain_hook_passes_the_suite_for_real(caplog: pytest.LogCaptureFixture) -> None:
+    """A layer whose recall is a plain function runs through two turns like an async one."""
+    await LayerConformance().test_two_turns_on_one_thread(SyncHook(), caplog)
 
 
 def test_the_suite_rejects_samples_for_unknown_functions() -> None:
@@ -198,7 +211,8 @@ async def test_the_suite_fails_a_broken_parent_update(caplog: pytest.LogCaptureF
         )
 
 
-def test_the_suite_rejects_a_sync_guard() -> None:
-    """The newer hooks must be async too."""
-    with pytest.raises(AssertionError, match="before_tool_call must be async"):
-        LayerConformance().test_hooks_are_async(SyncGuard())
+@pytest.mark.anyio
+async def test_a_plain_guard_passes_the_tool_round(caplog: pytest.LogCaptureFixture) -> None:
+    """The newer hooks may be plain functions too: a plain `before_tool_call` runs."""
+    LayerConformance().test_hooks_are_functions(SyncGuard())
+    await LayerConformance().test_a_tool_round(SyncGuard(), caplog)

@@ -330,3 +330,78 @@ async def test_hook_runs_take_the_harness_scope_class(pause: float, monkeypatch:
     assert response.text == "ok"
     assert layer.stored == 1
     assert _texts(model.calls[0].items) == ([] if pause else ["state=started"])
+
+
+class PlainNotes(ContextLayer):
+    """A layer whose `recall` and `store` are plain functions: they never wait."""
+
+    id = "plain-notes"
+    slot = 20
+    placement = "live"
+    scope = "execution"
+
+    def __init__(self) -> None:
+        self.stored = 0
+
+    def recall(self, ctx: LayerContext, budget: float) -> str:
+        return "a plain note"
+
+    def store(self, ctx: LayerContext, response: Any) -> None:
+        self.stored += 1
+
+
+class AwaitedNotes(PlainNotes):
+    """`PlainNotes` with the same hooks as `async def`."""
+
+    async def recall(self, ctx: LayerContext, budget: float) -> str:  # type: ignore[override]
+        return "a plain note"
+
+    async def store(self, ctx: LayerContext, response: Any) -> None:  # type: ignore[override]
+        self.stored += 1
+
+
+async def _scopes_per_turn(layers: list[Any]) -> tuple[int, ScriptedModel]:
+    """How many cancel scopes of the harness's class one turn made, and the model it ran."""
+    h, model = _harness(layers)
+    with anyio.fail_after(5):
+        async with h:
+            base = h._scope_type
+            assert base is not None
+
+            class Counting(base):  # type: ignore[misc, valid-type]
+                made = 0
+
+                def __init__(self, *args: Any, **kwargs: Any) -> None:
+                    Counting.made += 1
+                    super().__init__(*args, **kwargs)
+
+            h._scope_type = Counting
+            await h.run("hi")
+    return Counting.made, model
+
+
+async def test_a_pass_of_plain_hooks_opens_no_cancel_scope() -> None:
+    """The recall pass and the store pass of a layer whose hooks are plain functions enter no
+    cancel scope (the async twin needs one each), and the plain hooks still run."""
+    plain = PlainNotes()
+    plain_scopes, model = await _scopes_per_turn([plain])
+    awaited_scopes, _ = await _scopes_per_turn([AwaitedNotes()])
+    assert plain_scopes + 2 <= awaited_scopes
+    assert _texts(model.calls[0].items) == ["a plain note"]
+    assert plain.stored == 1
+
+
+async def test_a_plain_hook_before_an_async_one_shares_the_pass() -> None:
+    """A plain recall first, then one that suspends inside its own scope and one that
+    overruns: the scope opens at the first awaitable, the overrun is cut, all in slot order."""
+    layers = [
+        PlainNotes(),
+        Told("guarded", "guarded", slot=30, pause=0.01, guarded=True, timeout=2),
+        Told("slow", "never", slot=40, pause=10, guarded=True, timeout=0.05),
+        Told("last", "last", slot=50),
+    ]
+    h, model = _harness(layers)
+    with anyio.fail_after(5):
+        async with h:
+            await h.run("hi")
+    assert _texts(model.calls[0].items) == ["a plain note", "guarded", "last"]

@@ -169,11 +169,13 @@ class Scratchpad(ContextLayer):
             return self._empty()
         return saved if self._valid(saved) else {}
 
-    async def recall(self, ctx: LayerContext, budget: float) -> str | None:
+    def recall(self, ctx: LayerContext, budget: float) -> str | None:
         """SC-3: one `<scratchpad>` developer message, or nothing while empty.
 
         Returned as a string, which the runtime turns into that one message — and, while the
         notes do not change, serves as the very same message again instead of rebuilding it.
+        A plain function: it never waits, and the runtime calls a plain hook without a cancel
+        scope (the scope would cost more than the rendering).
         """
         state = ctx.state
         if not state:
@@ -181,8 +183,9 @@ class Scratchpad(ContextLayer):
         text = state if isinstance(state, str) else json.dumps(state, indent=2, ensure_ascii=False)
         return f"<scratchpad>\n{text}\n</scratchpad>"
 
-    async def store(self, ctx: LayerContext, response: CallResult) -> ScratchpadState | None:
-        """SC-5: apply raw `scratchpad/update` calls the tool loop did not run."""
+    def store(self, ctx: LayerContext, response: CallResult) -> ScratchpadState | None:
+        """SC-5: apply raw `scratchpad/update` calls the tool loop did not run (a plain
+        function, like `recall`)."""
         if self.read_only:
             return None
         updates = [i for i in response.new_items if isinstance(i, FunctionCallItem) and i.name == UPDATE_TOOL]

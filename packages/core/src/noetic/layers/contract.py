@@ -1,7 +1,8 @@
 """The context-layer contract (guide: docs/layers.md).
 
 A context layer is any object with an `id`, a `slot`, a `scope`, a `budget` and a `placement`,
-plus whichever async hooks it needs; a hook the layer does not define is never called. The
+plus whichever hooks it needs (`async def`, or a plain `def` for one that never waits: it runs
+with no cancel scope, so it is cheaper); a hook the layer does not define is never called. The
 easiest way to write one is to subclass `ContextLayer`, which supplies the defaults::
 
     class Clock(ContextLayer):

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
 import math
 import operator
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator, Mapping, Sequence
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
@@ -317,32 +318,45 @@ async def run_hooks(
     scope_type: type[anyio.CancelScope] | None,
 ) -> None:
     """Call hook `name` of each of `entries` in turn, each under its own timeout, as
-    `run_hook` would one by one — but with one cancel scope for the whole run.
+    `run_hook` would one by one — but with at most one cancel scope for the whole run.
 
     `args(entry)` builds a call's arguments just before it; `done(entry, value)` takes its
     result and `failed(entry, exc)` what the hook (or `done`) raised — `TimeoutError` when the
     hook overran. Either may raise to stop the run. Cancellation from outside propagates.
 
     Entering a cancel scope costs more than a cheap hook itself, and most hooks never suspend.
-    So the shared scope has no deadline while a hook runs up to its first suspension (a
-    timeout can only fire at one); a hook that does suspend finishes under the time it has
-    left, counted from its call. After an overrun the rest runs in a fresh scope.
+    Hooks that are plain functions run with no scope at all (they cannot suspend, so no
+    timeout can fire in them); the scope opens at the first hook that returns an awaitable,
+    before that awaitable has run a step, and the rest of the run shares it. It has no
+    deadline while a hook runs up to its first suspension (a timeout can only fire at one); a
+    hook that does suspend finishes under the time it has left, counted from its call. After
+    an overrun the rest runs in a fresh scope.
 
     `scope_type` is the running event loop's scope class (`scope_type_of`): `anyio.CancelScope()`
     looks the backend up on every call, which costs about as much as entering the scope.
     """
-    remaining = iter(entries)
+    calls = _calls(entries, name, args, failed)
+    for call in calls:
+        entry, value, _ = call
+        if type(value) is CoroutineType or inspect.isawaitable(value):
+            break
+        try:
+            done(entry, value)
+        except Exception as exc:  # noqa: BLE001 - the caller's `failed` decides
+            failed(entry, exc)
+    else:
+        return
+    # The awaitable this call returned has not run yet (a coroutine starts at its first
+    # `send`), so a scope the hook opens before its first suspension nests inside ours.
     new_scope = anyio.CancelScope if scope_type is None else scope_type
+    pending: Iterator[tuple[LayerEntry, Any, float]] = itertools.chain([call], calls)
     while True:
-        current: LayerEntry | None = None
         with new_scope() as scope:
-            for current in remaining:
-                # The call and its first step, inline: most hooks finish there, with no
-                # deadline set, so no overrun to look for either.
+            for current, value, started in pending:
                 try:
-                    started = time.monotonic()
-                    value = current.hooks[name](*args(current))  # type: ignore[misc]
                     if type(value) is CoroutineType:  # most hooks are `async def`: no further test
+                        # its first step inline: most hooks finish there, with no deadline
+                        # set, so no overrun to look for either
                         try:
                             trap = value.send(None)
                         except StopIteration as finished:
@@ -358,8 +372,27 @@ async def run_hooks(
                     break
             else:
                 return
-        if scope.cancelled_caught and current is not None:
+        if scope.cancelled_caught:
             failed(current, TimeoutError())
+        pending = calls
+
+
+def _calls(
+    entries: Sequence[LayerEntry],
+    name: str,
+    args: Callable[[LayerEntry], tuple[Any, ...]],
+    failed: Callable[[LayerEntry, Exception], None],
+) -> Iterator[tuple[LayerEntry, Any, float]]:
+    """Each entry's call of hook `name` as `(entry, what it returned, when it was called)`;
+    a call that raised goes to `failed` instead."""
+    for entry in entries:
+        started = time.monotonic()
+        try:
+            value = entry.hooks[name](*args(entry))  # type: ignore[misc]
+        except Exception as exc:  # noqa: BLE001 - the caller's `failed` decides
+            failed(entry, exc)
+            continue
+        yield entry, value, started
 
 
 def scope_type_of(ctx: Context) -> type[anyio.CancelScope] | None:

@@ -13,16 +13,16 @@ fresh layer; optionally override `sample_inputs` with an input for each provided
         def sample_inputs(self): return {"remember": {"fact": "the sky is blue"}}
 
 The tests are `@pytest.mark.anyio` coroutines, so they run on whatever `anyio_backend` your
-conftest selects. They check the contract (LY-13: id, slot, scope, budget, placement, hooks
-async, `provides` well formed) and run the layer for real in an `AgentHarness` on a scripted
-model — two turns on one thread, a spawn, parallel paths, its provided functions called from
-code and by the model, a tool round (so `on_item_append`, `project_history`,
-`after_model_call` and `before_tool_call` run), a spawn child running while its parent stores
-(`on_parent_update`), two harnesses sharing a checkpoint store, and `harness.cancel` — failing
-on any hook error the runtime had to recover from (the runtime logs those on the
-`noetic.layers` logger, including a hook returning the wrong type) and on state that is not
-plain JSON data (state must survive a checkpoint). A guard that blocks the tool or denies the
-response is behaving, not failing.
+conftest selects. They check the contract (LY-13: id, slot, scope, budget, placement; hooks that
+are functions, async or plain; `provides` well formed) and run the layer for real in an
+`AgentHarness` on a scripted model — two turns on one thread, a spawn, parallel paths, its
+provided functions called from code and by the model, a tool round (so `on_item_append`,
+`project_history`, `after_model_call` and `before_tool_call` run), a spawn child running while
+its parent stores (`on_parent_update`), two harnesses sharing a checkpoint store, and
+`harness.cancel` — failing on any hook error the runtime had to recover from (the runtime logs
+those on the `noetic.layers` logger, including a hook returning the wrong type) and on state
+that is not plain JSON data (state must survive a checkpoint). A guard that blocks the tool or
+denies the response is behaving, not failing.
 """
 
 from __future__ import annotations
@@ -104,12 +104,16 @@ class LayerConformance:
         validate_layer(layer)
         assert LayerSet([layer]).specs == (layer,)
 
-    def test_hooks_are_async(self, layer: Any) -> None:
-        """Every lifecycle hook the layer defines is an `async def` (dispose may take no ctx)."""
+    def test_hooks_are_functions(self, layer: Any) -> None:
+        """Every lifecycle hook the layer defines is an `async def` or a plain `def` (dispose
+        may take no ctx) — not a generator function, whose generator the runtime would take for
+        the hook's result."""
         defined = [name for name in HOOK_NAMES if callable(getattr(layer, name, None))]
         assert defined, "a layer without hooks contributes nothing"
         for name in defined:
-            assert inspect.iscoroutinefunction(getattr(layer, name)), f"{name} must be async"
+            hook = getattr(layer, name)
+            generator = inspect.isgeneratorfunction(hook) or inspect.isasyncgenfunction(hook)
+            assert not generator, f"{name} must be an async def or a plain def, not a generator"
 
     def test_provides_are_well_formed(self, layer: Any, sample_inputs: Mapping[str, Any]) -> None:
         """Function entries have an object input schema; sample inputs validate against them."""
