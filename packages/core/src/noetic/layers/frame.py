@@ -29,7 +29,7 @@ import anyio
 
 from noetic.errors import NoeticError
 from noetic.layers.contract import CLEAR, DEFAULT_TIMEOUTS, HOOK_NAMES, UNSET, Outcome
-from noetic.layers.storage import ScopedStorage
+from noetic.layers.storage import ScopedStorage, StorageScope
 from noetic.logs import logger
 from noetic.plain_json import MAX_DEPTH, is_plain_json
 
@@ -63,23 +63,25 @@ class LayerEntry:
     """One layer on one execution: its state, whether it started, whether it is disabled."""
 
     __slots__ = (
+        "_disabled",
         "_lock",
+        "_started",
+        "_storage",
+        "active",
         "checked",
         "dirty",
-        "disabled",
         "durable",
         "hooks",
         "id",
         "layer",
-        "started",
+        "scope",
         "state",
-        "storage",
     )
 
     def __init__(
         self,
         layer: Any,
-        storage: ScopedStorage,
+        scope: StorageScope,
         hooks: Mapping[str, Callable[..., Any] | None],
         started: bool,
         durable: bool,
@@ -90,21 +92,44 @@ class LayerEntry:
         self.id: str = layer.id
         #: The layer's hooks by name (None where it defines none), looked up once (`hook_table`).
         self.hooks = hooks
-        self.storage = storage
+        #: Where its storage handle points (`storage`, made on first read: most turns never
+        #: read or write a layer's stored state).
+        self.scope = scope
+        self._storage: ScopedStorage | None = None
         self.state: Any = None
-        self.started = started
+        self._started = started
+        self._disabled = False
+        #: Whether hooks run for this entry: started and not disabled. Kept up to date by
+        #: `started` and `disabled` rather than worked out on each read: a frame lists its
+        #: active entries several times a step (`LayerFrame.active`, `with_hook`).
+        self.active = started
         self.durable = durable
         #: Whether a checkpoint holds this state (the harness has storage): then every new
         #: state must be plain JSON a checkpoint can store (`set_state`).
         self.checked = checked
-        self.disabled = False
         self.dirty = False
         self._lock: anyio.Lock | None = None
 
     @property
-    def active(self) -> bool:
-        """Whether hooks run for this entry: started and not disabled."""
-        return self.started and not self.disabled
+    def started(self) -> bool:
+        """Whether the entry started (its `init` ran, or it needed none)."""
+        return self._started
+
+    @started.setter
+    def started(self, value: bool) -> None:
+        self._started = value
+        self.active = value and not self._disabled
+
+    @property
+    def disabled(self) -> bool:
+        """Whether the entry is disabled (its `init` failed under `on_init_error="disable"`,
+        or `on_spawn` declined it): every hook skips it."""
+        return self._disabled
+
+    @disabled.setter
+    def disabled(self, value: bool) -> None:
+        self._disabled = value
+        self.active = self._started and not value
 
     @property
     def lock(self) -> anyio.Lock:
@@ -114,10 +139,19 @@ class LayerEntry:
         return self._lock
 
     @property
+    def storage(self) -> ScopedStorage:
+        """The layer's storage, confined to its scope (`ScopedStorage`)."""
+        storage = self._storage
+        if storage is None:
+            store, key, thread_id = self.scope
+            storage = self._storage = ScopedStorage(store, self.id, key, thread_id)
+        return storage
+
+    @property
     def cache_key(self) -> tuple[str, str]:
         """The key of this layer's entry in the harness's recall cache (eventual layers):
         its scope key and its id."""
-        return (self.storage.scope_key, self.id)
+        return (self.scope[1], self.id)
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         """The layer's hook `name`, or None when it does not define it."""
@@ -251,7 +285,7 @@ class LayerContext:
     @property
     def scope_key(self) -> str:
         """The scope key: thread id, resource id, `"__global__"` or execution id."""
-        return self._entry.storage.scope_key
+        return self._entry.scope[1]
 
     @property
     def execution_id(self) -> str:
@@ -561,13 +595,13 @@ class LayerFrame:
 
     def active(self) -> list[LayerEntry]:
         """Active entries, array order."""
-        return [e for e in self.entries if e.started and not e.disabled]
+        return [e for e in self.entries if e.active]
 
     def with_hook(self, name: str) -> list[LayerEntry]:
         """Active entries defining hook `name`, slot ascending, ties in array order."""
         hooked = self._hooked
         found = (self._hook_lists() if hooked is None else hooked).get(name)
-        return [e for e in found if e.started and not e.disabled] if found else []
+        return [e for e in found if e.active] if found else []
 
     def defining(self, name: str) -> tuple[LayerEntry, ...]:
         """Entries defining hook `name` (active or not), slot ascending, ties in array order."""
@@ -618,7 +652,7 @@ class LayerFrame:
             return
         pending = []
         for entry in self.owned:
-            if entry.started or entry.disabled:
+            if entry.active or entry.disabled:  # started or disabled; most are active
                 continue
             if entry.hooks.get("init") is None:
                 entry.started = True

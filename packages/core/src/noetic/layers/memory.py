@@ -12,7 +12,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from noetic.items import Item, developer_message
 from noetic.layers.budgets import Projection, allocate_budgets
@@ -23,7 +23,14 @@ if TYPE_CHECKING:
     from noetic.layers.anchoring import AnchorStore, LayerOutput
     from noetic.layers.cache_config import ContextCacheConfig
 
-__all__ = ["MAX_MEMOIZED_ITEMS", "MAX_MEMOIZED_SPLITS", "LayerMemory", "RecallCache", "SummaryMemory"]
+__all__ = [
+    "MAX_MEMOIZED_ITEMS",
+    "MAX_MEMOIZED_SPLITS",
+    "LayerMemory",
+    "LayerHooks",
+    "RecallCache",
+    "SummaryMemory",
+]
 
 #: Summaries remembered per harness before the memory starts over.
 MAX_SUMMARIES = 1000
@@ -33,6 +40,16 @@ MAX_MEMOIZED_ITEMS = 100_000
 MAX_MEMOIZED_SPLITS = 1_000
 #: A layer's id, read in C (every step's budget split is looked up by its layers' ids).
 _layer_id: Callable[[Any], str] = operator.attrgetter("id")
+
+
+class LayerHooks(NamedTuple):
+    """One layer of a tuple of layers with its hooks (`LayerMemory.hooks_of`)."""
+
+    layer: Any
+    #: Its hook table (`hook_table`).
+    table: dict[str, Callable[..., Any] | None]
+    #: Whether it has no `init` hook: its entry starts at once.
+    without_init: bool
 
 
 class RecallCache:
@@ -87,6 +104,7 @@ class LayerMemory:
         "hook_tables",
         "recalls",
         "renders",
+        "set_hooks",
         "summaries",
         "tokens",
     )
@@ -101,6 +119,9 @@ class LayerMemory:
         self.allocations: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, float]]] = {}
         self.hook_tables: dict[int, tuple[Any, dict[str, Callable[..., Any] | None]]] = {}
         self.hook_indexes: HookIndexes = {}
+        #: `hooks_of`'s memo: by the id of a tuple of layer objects, the tuple (held, so no id
+        #: is reused while remembered), its layers' hook tables and which of them have no `init`.
+        self.set_hooks: dict[int, tuple[tuple[Any, ...], tuple[LayerHooks, ...]]] = {}
 
     @property
     def anchors(self) -> AnchorStore:
@@ -147,6 +168,25 @@ class LayerMemory:
         output = LayerOutput(layer_id, (developer_message(text),), estimate_text(text), text=text)
         self.renders[layer_id] = output
         return output
+
+    def hooks_of(self, layers: tuple[Any, ...]) -> tuple[LayerHooks, ...]:
+        """Each of `layers` with its hook table (`hooks`) and whether it has no `init` (its
+        entry starts at once): worked out once per tuple of layers, which a layer set resolves
+        to the same object every turn (`LayerSet.resolve`), instead of per layer per turn."""
+        found = self.set_hooks.get(id(layers))
+        if found is not None and found[0] is layers:
+            return found[1]
+        tables = map(self.hooks, layers)
+        hooks = tuple(
+            [
+                LayerHooks(layer, table, table["init"] is None)
+                for layer, table in zip(layers, tables, strict=True)
+            ]
+        )
+        if len(self.set_hooks) >= MAX_MEMOIZED_SPLITS:
+            self.set_hooks.clear()
+        self.set_hooks[id(layers)] = (layers, hooks)
+        return hooks
 
     def hooks(self, layer: Any) -> dict[str, Callable[..., Any] | None]:
         """The hook table of `layer` (`hook_table`), built once per layer object."""

@@ -50,14 +50,14 @@ from noetic.layers.frame import (
     run_hook,
 )
 from noetic.layers.layer_set import LayerSet
-from noetic.layers.storage import ScopedStorage, owning_thread, scope_key
+from noetic.layers.storage import owning_thread, scope_key
 
 if TYPE_CHECKING:
     from noetic.execution_context import Context
     from noetic.harness import AgentHarness
     from noetic.layers.contract import Outcome
     from noetic.layers.memory import LayerMemory
-    from noetic.layers.storage import LayerStateStore
+    from noetic.layers.storage import LayerStateStore, StorageScope
 
 __all__ = ["ChildLayers", "LayerRuntime"]
 
@@ -230,21 +230,16 @@ class LayerRuntime:
 
     def _entries(self, layers: tuple[Any, ...], ctx: Context) -> list[LayerEntry]:
         entries = []
-        store, hook_tables = self.store, self.memory.hook_tables
+        store = self.store
         # most layers share a scope: its key and owning thread are worked out once
-        scopes: dict[str, tuple[str, str | None]] = {}
+        scopes: dict[str, StorageScope] = {}
         checked = self.harness.storage is not None  # the snapshot holds the root's layer states
-        for layer in layers:
+        for layer, table, without_init in self.memory.hooks_of(layers):
             scope = getattr(layer, "scope", "thread")
-            found = scopes.get(scope)
-            if found is None:
-                found = scopes[scope] = (scope_key(scope, ctx), owning_thread(scope, ctx))
-            table = hook_tables.get(id(layer))  # `LayerMemory.hooks`, its hit inline
-            hooks = table[1] if table is not None and table[0] is layer else self.memory.hooks(layer)
-            storage = ScopedStorage(store, layer.id, found[0], found[1])
-            entries.append(
-                LayerEntry(layer, storage, hooks, hooks["init"] is None, scope != "execution", checked)
-            )
+            shared = scopes.get(scope)
+            if shared is None:
+                shared = scopes[scope] = (store, scope_key(scope, ctx), owning_thread(scope, ctx))
+            entries.append(LayerEntry(layer, shared, table, without_init, scope != "execution", checked))
         return entries
 
     # --- the root execution -----------------------------------------------------------------
@@ -404,7 +399,7 @@ class LayerRuntime:
 
     async def _inherit(self, entry: LayerEntry, parent: Context, child: Context, fork: bool) -> LayerEntry:
         """The child's entry for an inherited layer, through `on_spawn` (SP-2, LY-8)."""
-        inherited = LayerEntry(entry.layer, entry.storage, entry.hooks, started=True, durable=False)
+        inherited = LayerEntry(entry.layer, entry.scope, entry.hooks, started=True, durable=False)
         if entry.hook("on_spawn") is None:
             inherited.disabled = entry.hook("init") is not None  # stateful layers need on_spawn
             return inherited

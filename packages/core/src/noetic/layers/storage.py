@@ -31,6 +31,7 @@ __all__ = [
     "LayerStateStore",
     "MemoryLayerStateStore",
     "ScopedStorage",
+    "StorageScope",
     "owning_thread",
     "scope_key",
     "storage_key",
@@ -141,6 +142,11 @@ def scope_key(scope: str, ctx: Context) -> str:
     if scope == "global":
         return GLOBAL_SCOPE_KEY
     return ctx.id
+
+
+#: What a `ScopedStorage` is made of besides the layer id: the store, the scope key and the
+#: owning thread (`owning_thread`). A frame's layers of one scope share it.
+StorageScope = tuple[LayerStateStore, str, str | None]
 
 
 class ScopedStorage:
