@@ -652,7 +652,7 @@ class LayerFrame:
             return
         pending = []
         for entry in self.owned:
-            if entry.active or entry.disabled:  # started or disabled; most are active
+            if entry.active or entry.disabled:  # started (`active` is a plain slot) or disabled
                 continue
             if entry.hooks.get("init") is None:
                 entry.started = True

@@ -176,13 +176,11 @@ class LayerMemory:
         found = self.set_hooks.get(id(layers))
         if found is not None and found[0] is layers:
             return found[1]
-        tables = map(self.hooks, layers)
-        hooks = tuple(
-            [
-                LayerHooks(layer, table, table["init"] is None)
-                for layer, table in zip(layers, tables, strict=True)
-            ]
-        )
+        found_hooks = []
+        for layer in layers:
+            table = self.hooks(layer)
+            found_hooks.append(LayerHooks(layer, table, table["init"] is None))
+        hooks = tuple(found_hooks)
         if len(self.set_hooks) >= MAX_MEMOIZED_SPLITS:
             self.set_hooks.clear()
         self.set_hooks[id(layers)] = (layers, hooks)
